@@ -1,0 +1,274 @@
+"""Turning user input into padded arrays with lengths, and validating it.
+
+Every estimator in skptr accepts sequences in several shapes. This module is the one
+place where they are checked and converted, so that bad input fails early with a
+message that names the offending sample instead of a backend traceback.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "PaddedSequences",
+    "check_numeric_sequences",
+    "check_orderings",
+    "ordering_lengths",
+]
+
+
+class PaddedSequences:
+    """Right-padded numeric sequences with their true lengths.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_samples, max_length, n_features)
+        The sequences, zero-padded after each sample's last step.
+    lengths : ndarray of shape (n_samples,)
+        Number of real steps of each sample.
+    """
+
+    def __init__(self, values, lengths):
+        self.values = values
+        self.lengths = lengths
+
+    @property
+    def n_samples(self):
+        """Number of sequences."""
+        return self.values.shape[0]
+
+    @property
+    def max_length(self):
+        """Length of the longest sequence (the padded length)."""
+        return self.values.shape[1]
+
+    @property
+    def n_features(self):
+        """Number of features per step."""
+        return self.values.shape[2]
+
+    @property
+    def mask(self):
+        """Boolean array of shape (n_samples, max_length), True on real steps."""
+        return np.arange(self.max_length)[None, :] < self.lengths[:, None]
+
+    def sequence(self, i):
+        """Return sample ``i`` without padding, shape (length_i, n_features)."""
+        return self.values[i, : self.lengths[i]]
+
+
+def _as_numeric_array(sample, index, name):
+    try:
+        array = np.asarray(sample)
+    except ValueError as exc:
+        raise ValueError(f"{name}[{index}] could not be read as an array: {exc}") from None
+    if array.dtype == object or not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
+        try:
+            array = array.astype(np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"{name}[{index}] is not numeric (dtype {array.dtype}); skptr sequence "
+                "estimators need numbers, one number or one vector of numbers per step."
+            ) from None
+    if np.iscomplexobj(array):
+        raise ValueError(f"{name}[{index}] holds complex numbers, which are not supported.")
+    return array.astype(np.float64, copy=False)
+
+
+def _split_samples(X, name):
+    """Return a list of per-sample arrays from any accepted container."""
+    if isinstance(X, str | bytes):
+        raise TypeError(
+            f"{name} must be a sequence of samples (an array or a list of arrays), "
+            f"got a single {type(X).__name__}."
+        )
+    if hasattr(X, "toarray") or hasattr(X, "tocsr"):
+        raise TypeError(f"{name} is a sparse matrix; skptr needs dense sequences.")
+    if isinstance(X, np.ndarray) and X.dtype != object:
+        if X.ndim not in (2, 3):
+            raise ValueError(
+                f"{name} must be 2-D (n_samples, n_steps), 3-D (n_samples, n_steps, "
+                f"n_features) or a list of per-sample arrays; got an array of shape {X.shape}."
+            )
+        return list(X)
+    if hasattr(X, "to_numpy") and not isinstance(X, list | tuple):
+        return _split_samples(X.to_numpy(), name)
+    try:
+        samples = list(X)
+    except TypeError:
+        raise TypeError(
+            f"{name} must be an array or a list of per-sample sequences, got {type(X).__name__}."
+        ) from None
+    return samples
+
+
+def check_numeric_sequences(X, *, n_features=None, name="X", dtype=np.float32):
+    """Validate numeric sequences and pad them into one array.
+
+    Parameters
+    ----------
+    X : array-like
+        A 2-D array ``(n_samples, n_steps)`` (one number per step), a 3-D array
+        ``(n_samples, n_steps, n_features)``, or a list of ``(n_steps_i,)`` or
+        ``(n_steps_i, n_features)`` arrays whose lengths may differ.
+    n_features : int, optional
+        Number of features per step the data must have (the one seen in ``fit``).
+    name : str, default="X"
+        Name of the argument, used in error messages.
+    dtype : numpy dtype, default=np.float32
+        Dtype of the padded values.
+
+    Returns
+    -------
+    PaddedSequences
+        The zero-padded values and the length of each sample.
+
+    Raises
+    ------
+    ValueError
+        If a sample is empty, not numeric, holds NaN or infinity, has more than two
+        dimensions, or has a different number of features per step than the others
+        (or than ``n_features``).
+    TypeError
+        If ``X`` is not a collection of samples.
+    """
+    samples = _split_samples(X, name)
+    if len(samples) == 0:
+        raise ValueError(f"{name} holds no samples; at least one sequence is required.")
+    arrays = []
+    reference = None
+    for index, sample in enumerate(samples):
+        array = _as_numeric_array(sample, index, name)
+        if array.ndim == 1:
+            array = array[:, None]
+        elif array.ndim != 2:
+            raise ValueError(
+                f"{name}[{index}] has {array.ndim} dimensions; each sample must be "
+                "(n_steps,) or (n_steps, n_features)."
+            )
+        if array.shape[0] == 0:
+            raise ValueError(f"{name}[{index}] is an empty sequence; every sample needs a step.")
+        if array.shape[1] == 0:
+            raise ValueError(f"{name}[{index}] has zero features per step.")
+        if not np.all(np.isfinite(array)):
+            bad_step = int(np.argwhere(~np.isfinite(array))[0, 0])
+            raise ValueError(
+                f"{name}[{index}] contains NaN or infinity (first at step {bad_step})."
+            )
+        if reference is None:
+            reference = array.shape[1]
+        elif array.shape[1] != reference:
+            raise ValueError(
+                f"{name}[{index}] has {array.shape[1]} features per step but {name}[0] has "
+                f"{reference}; all samples must have the same number of features."
+            )
+        arrays.append(array)
+    if n_features is not None and reference != n_features:
+        raise ValueError(
+            f"{name} has {reference} features per step, but the estimator was fitted with "
+            f"{n_features} features per step."
+        )
+    lengths = np.fromiter((a.shape[0] for a in arrays), dtype=np.int64, count=len(arrays))
+    values = np.zeros((len(arrays), int(lengths.max()), reference), dtype=dtype)
+    for i, array in enumerate(arrays):
+        values[i, : array.shape[0]] = array
+    return PaddedSequences(values, lengths)
+
+
+def _ordering_samples(y, name):
+    if isinstance(y, str | bytes):
+        raise TypeError(f"{name} must be a collection of index sequences, got a string.")
+    if isinstance(y, np.ndarray) and y.dtype != object and y.ndim != 2:
+        raise ValueError(
+            f"{name} must be 2-D (n_samples, n_outputs) with -1 padding or a list of "
+            f"index sequences; got an array of shape {y.shape}."
+        )
+    try:
+        return list(y)
+    except TypeError:
+        raise TypeError(
+            f"{name} must be a 2-D int array or a list of index sequences, got {type(y).__name__}."
+        ) from None
+
+
+def _strip_padding(row, index, name):
+    padding = np.flatnonzero(row == -1)
+    if padding.size == 0:
+        return row
+    first = padding[0]
+    if not np.all(row[first:] == -1):
+        raise ValueError(f"{name}[{index}] has -1 padding before its last index.")
+    return row[:first]
+
+
+def check_orderings(y, lengths, *, name="y"):
+    """Validate target orderings against the lengths of their input sequences.
+
+    Parameters
+    ----------
+    y : array-like
+        A 2-D int array ``(n_samples, n_outputs)`` padded with -1 after each sample's
+        last output, or a list of 1-D index sequences. Each ``y[i]`` is a permutation of
+        ``range(lengths[i])`` or an ordered subset of it.
+    lengths : ndarray of shape (n_samples,)
+        Length of each input sequence.
+    name : str, default="y"
+        Name of the argument, used in error messages.
+
+    Returns
+    -------
+    targets : ndarray of shape (n_samples, max_outputs)
+        The orderings as int32, padded with -1.
+    target_lengths : ndarray of shape (n_samples,)
+        Number of outputs of each sample.
+
+    Raises
+    ------
+    ValueError
+        On a length mismatch with X, non-integer or out-of-range indices, repeated
+        indices, padding (-1) before the end of a sample, or an empty ordering.
+    """
+    samples = _ordering_samples(y, name)
+    if len(samples) != len(lengths):
+        raise ValueError(
+            f"X and {name} have different numbers of samples: {len(lengths)} and {len(samples)}."
+        )
+    rows = []
+    for index, sample in enumerate(samples):
+        row = np.asarray(sample)
+        if row.ndim != 1:
+            raise ValueError(
+                f"{name}[{index}] must be a 1-D sequence of indices, got shape {row.shape}."
+            )
+        if row.size and not np.issubdtype(row.dtype, np.integer):
+            numeric = row.dtype != object and np.issubdtype(row.dtype, np.number)
+            if not numeric or not np.all(np.isfinite(row)) or np.any(row != np.round(row)):
+                raise ValueError(f"{name}[{index}] holds non-integer values: {row.tolist()}.")
+        row = _strip_padding(row.astype(np.int64), index, name)
+        if row.size == 0:
+            raise ValueError(f"{name}[{index}] is empty; every sample needs at least one index.")
+        length = int(lengths[index])
+        out_of_range = (row < 0) | (row >= length)
+        if np.any(out_of_range):
+            raise ValueError(
+                f"{name}[{index}] holds index {int(row[out_of_range][0])}, outside the "
+                f"{length} positions of X[{index}] (valid: 0..{length - 1})."
+            )
+        unique, counts = np.unique(row, return_counts=True)
+        if np.any(counts > 1):
+            raise ValueError(
+                f"{name}[{index}] repeats index {int(unique[counts > 1][0])}; an ordering "
+                "must use each position at most once."
+            )
+        rows.append(row)
+    target_lengths = np.fromiter((r.size for r in rows), dtype=np.int64, count=len(rows))
+    targets = np.full((len(rows), int(target_lengths.max())), -1, dtype=np.int32)
+    for i, row in enumerate(rows):
+        targets[i, : row.size] = row
+    return targets, target_lengths
+
+
+def ordering_lengths(orderings):
+    """Return the number of real (non -1) entries of each row of a padded ordering."""
+    orderings = np.asarray(orderings)
+    return (orderings != -1).sum(axis=1)
