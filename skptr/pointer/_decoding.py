@@ -1,0 +1,227 @@
+"""Batched greedy and beam-search decoding of a :class:`PointerNetwork`.
+
+Both decoders loop over output steps with ``keras.ops.fori_loop`` inside a Keras model,
+so ``model.predict`` runs them as one compiled graph per batch; there is no Python loop
+over samples or steps at run time. At every step, padding positions and positions
+already chosen get exactly zero probability, so every decoded ordering is valid.
+"""
+
+from __future__ import annotations
+
+import keras
+from keras import ops
+
+from ._layers import NEGATIVE_LOGIT, masked_logits
+
+__all__ = ["PointerDecoder", "beam_decode", "greedy_decode"]
+
+
+def _static_or_dynamic(tensor, axis):
+    size = tensor.shape[axis]
+    return ops.shape(tensor)[axis] if size is None else size
+
+
+def _write_step(buffer, step, values):
+    """Return ``buffer`` with column ``step`` (axis 1) replaced by ``values``."""
+    n_steps = _static_or_dynamic(buffer, 1)
+    at_step = ops.arange(n_steps) == step
+    at_step = ops.reshape(at_step, (1, -1) + (1,) * (len(buffer.shape) - 2))
+    return ops.where(at_step, ops.expand_dims(values, 1), buffer)
+
+
+def _is_finished(chosen_count, lengths, choice, end_index):
+    return ops.logical_or(choice == end_index, chosen_count >= lengths)
+
+
+def greedy_decode(network, values, lengths):
+    """Choose the most probable allowed position at every step.
+
+    Parameters
+    ----------
+    network : PointerNetwork
+        A built pointer network.
+    values : tensor of shape (n, T, F)
+        Padded input sequences.
+    lengths : tensor of shape (n,)
+        Their lengths.
+
+    Returns
+    -------
+    orderings : int32 tensor of shape (n, T)
+        Chosen positions, -1 after the end of output.
+    distributions : tensor of shape (n, T, T + 1)
+        The pointer distribution at each step (zeros after the end); the last column
+        is the probability of ending the output.
+    log_likelihood : tensor of shape (n,)
+        Log-probability of the decoded ordering, end of output included.
+    """
+    keys, valid, states = network.encode(values, lengths, training=False)
+    prepared = network.attention.prepare_keys(keys)
+    n_samples = ops.shape(keys)[0]
+    n_pointers = _static_or_dynamic(keys, 1)
+    n_steps = n_pointers - 1
+    lengths = ops.cast(lengths, "int32")
+
+    def step(index, carry):
+        states, previous, chosen, finished, orderings, distributions, log_likelihood = carry
+        output, states = network.decoder_step(network.decoder_inputs(keys, previous), states)
+        allowed = ops.logical_and(valid, ops.logical_not(chosen))
+        logits = masked_logits(network.attention.score(output, prepared), allowed)
+        log_probs = ops.log_softmax(logits, axis=-1)
+        choice = ops.cast(ops.argmax(logits, axis=-1), "int32")
+        picked = ops.take_along_axis(log_probs, choice[:, None], axis=-1)[:, 0]
+        running = ops.logical_not(finished)
+        log_likelihood = log_likelihood + ops.where(running, picked, 0.0)
+        chosen = ops.logical_or(
+            chosen, ops.logical_and(ops.one_hot(choice, n_pointers) > 0.5, running[:, None])
+        )
+        emitted = ops.where(
+            ops.logical_and(running, choice != n_steps), choice, ops.full_like(choice, -1)
+        )
+        probabilities = ops.where(running[:, None], ops.exp(log_probs), 0.0)
+        count = ops.sum(ops.cast(chosen[:, :n_steps], "int32"), axis=-1)
+        finished = ops.logical_or(finished, _is_finished(count, lengths, choice, n_steps))
+        orderings = _write_step(orderings, index, emitted)
+        distributions = _write_step(distributions, index, probabilities)
+        return states, choice, chosen, finished, orderings, distributions, log_likelihood
+
+    carry = (
+        states,
+        ops.full((n_samples,), -1, dtype="int32"),
+        ops.zeros((n_samples, n_pointers), dtype="bool"),
+        ops.zeros((n_samples,), dtype="bool"),
+        ops.full((n_samples, n_steps), -1, dtype="int32"),
+        ops.zeros((n_samples, n_steps, n_pointers), dtype=keys.dtype),
+        ops.zeros((n_samples,), dtype=keys.dtype),
+    )
+    carry = ops.fori_loop(0, n_steps, step, carry)
+    return carry[4], carry[5], carry[6]
+
+
+def beam_decode(network, values, lengths, beam_width):
+    """Beam search over orderings, keeping ``beam_width`` partial orderings per sample.
+
+    A beam that has ended (end of output, or all positions used) is carried unchanged
+    with log-probability 0 per further step, so beams of different lengths compete on
+    their full log-likelihood. The returned ordering is the most likely one of the
+    final beam; with ``beam_width=1`` this is exactly greedy decoding.
+
+    Parameters
+    ----------
+    network : PointerNetwork
+        A built pointer network.
+    values : tensor of shape (n, T, F)
+        Padded input sequences.
+    lengths : tensor of shape (n,)
+        Their lengths.
+    beam_width : int
+        Number of hypotheses kept per sample.
+
+    Returns
+    -------
+    orderings, distributions, log_likelihood
+        As for :func:`greedy_decode`, for the best hypothesis of the final beam.
+    """
+    keys, valid, states = network.encode(values, lengths, training=False)
+    n_samples = ops.shape(keys)[0]
+    n_pointers = _static_or_dynamic(keys, 1)
+    n_steps = n_pointers - 1
+    width = beam_width
+    flat = n_samples * width
+
+    keys = ops.repeat(keys, width, axis=0)
+    valid = ops.repeat(valid, width, axis=0)
+    lengths = ops.repeat(ops.cast(lengths, "int32"), width, axis=0)
+    states = [[ops.repeat(s, width, axis=0) for s in layer] for layer in states]
+    prepared = network.attention.prepare_keys(keys)
+    only_end = ops.arange(n_pointers)[None, :] == n_steps
+    sample_offsets = ops.arange(n_samples, dtype="int32")[:, None] * width
+
+    def step(index, carry):
+        states, previous, chosen, finished, scores, orderings, distributions = carry
+        output, states = network.decoder_step(network.decoder_inputs(keys, previous), states)
+        allowed = ops.logical_and(valid, ops.logical_not(chosen))
+        logits = masked_logits(network.attention.score(output, prepared), allowed)
+        log_probs = ops.log_softmax(logits, axis=-1)
+        probabilities = ops.exp(log_probs)
+        continuation = ops.where(
+            finished[:, None],
+            ops.where(only_end, 0.0, NEGATIVE_LOGIT),
+            log_probs,
+        )
+        candidates = ops.reshape(scores, (-1, 1)) + continuation
+        candidates = ops.reshape(candidates, (n_samples, width * n_pointers))
+        scores, flat_choice = ops.top_k(candidates, k=width, sorted=True)
+        flat_choice = ops.cast(flat_choice, "int32")
+        source = ops.reshape(sample_offsets + flat_choice // n_pointers, (-1,))
+        choice = ops.reshape(flat_choice % n_pointers, (-1,))
+
+        def gather(tensor):
+            return ops.take(tensor, source, axis=0)
+
+        states = [[gather(s) for s in layer] for layer in states]
+        was_finished = gather(finished)
+        running = ops.logical_not(was_finished)
+        chosen = ops.logical_or(
+            gather(chosen),
+            ops.logical_and(ops.one_hot(choice, n_pointers) > 0.5, running[:, None]),
+        )
+        emitted = ops.where(
+            ops.logical_and(running, choice != n_steps), choice, ops.full_like(choice, -1)
+        )
+        count = ops.sum(ops.cast(chosen[:, :n_steps], "int32"), axis=-1)
+        finished = ops.logical_or(was_finished, _is_finished(count, lengths, choice, n_steps))
+        orderings = _write_step(gather(orderings), index, emitted)
+        distributions = _write_step(
+            gather(distributions), index, ops.where(running[:, None], gather(probabilities), 0.0)
+        )
+        return states, choice, chosen, finished, scores, orderings, distributions
+
+    first_beam_only = ops.where(ops.arange(width) == 0, 0.0, NEGATIVE_LOGIT)
+    carry = (
+        states,
+        ops.full((flat,), -1, dtype="int32"),
+        ops.zeros((flat, n_pointers), dtype="bool"),
+        ops.zeros((flat,), dtype="bool"),
+        ops.tile(ops.cast(first_beam_only, keys.dtype)[None, :], (n_samples, 1)),
+        ops.full((flat, n_steps), -1, dtype="int32"),
+        ops.zeros((flat, n_steps, n_pointers), dtype=keys.dtype),
+    )
+    _, _, _, _, scores, orderings, distributions = ops.fori_loop(0, n_steps, step, carry)
+    best = ops.arange(n_samples, dtype="int32") * width
+    return ops.take(orderings, best, axis=0), ops.take(distributions, best, axis=0), scores[:, 0]
+
+
+@keras.saving.register_keras_serializable(package="skptr")
+class PointerDecoder(keras.Model):
+    """Wrap a :class:`PointerNetwork` so ``predict`` decodes with a compiled loop.
+
+    Parameters
+    ----------
+    network : PointerNetwork
+        The trained network (weights are shared, not copied).
+    method : {"greedy", "beam"}
+        Decoding strategy.
+    beam_width : int
+        Beam width for ``method="beam"``.
+    """
+
+    def __init__(self, network, method="greedy", beam_width=5, **kwargs):
+        super().__init__(**kwargs)
+        self.network = network
+        self.method = method
+        self.beam_width = beam_width
+
+    def call(self, inputs):
+        if self.method == "beam":
+            result = beam_decode(
+                self.network, inputs["values"], inputs["lengths"], self.beam_width
+            )
+        else:
+            result = greedy_decode(self.network, inputs["values"], inputs["lengths"])
+        orderings, distributions, log_likelihood = result
+        return {
+            "orderings": orderings,
+            "distributions": distributions,
+            "log_likelihood": log_likelihood,
+        }

@@ -1,0 +1,286 @@
+"""PointerNetworkOrderer: a scikit-learn estimator that learns to order its input."""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+from typing import ClassVar
+
+import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from .._base import SequenceEstimatorBase
+from .._sequences import check_numeric_sequences, check_orderings
+from ..metrics import position_accuracy
+from ._decoding import PointerDecoder
+from ._layers import PointerNetwork, masked_pointer_crossentropy
+
+__all__ = ["PointerNetworkOrderer"]
+
+
+class PointerNetworkOrderer(SequenceEstimatorBase):
+    """Pointer network that learns to output an ordering of its own input.
+
+    An encoder reads the input sequence; a recurrent decoder then points, step by
+    step, at the input position that comes next in the output (Vinyals, Fortunato and
+    Jaitly 2015). The softmax of the attention scores over input positions *is* the
+    output distribution, so the model works for any input length. Positions already
+    chosen and padding are excluded at every step, so predictions are always valid
+    orderings. Targets may be full permutations (sorting, TSP tours) or ordered subsets
+    (convex hull vertices); for subsets the network also learns when to stop.
+
+    Parameters
+    ----------
+    hidden_size : int, default=128
+        Units of each recurrent layer (per direction) and of the element embedding.
+    cell : {"lstm", "gru", "rnn"}, default="lstm"
+        Recurrent cell of encoder and decoder.
+    bidirectional : bool, default=True
+        Whether the encoder reads the input in both directions.
+    num_layers : int, default=1
+        Number of stacked recurrent layers in encoder and decoder.
+    attention : {"additive", "dot", "general"}, default="additive"
+        Pointer scorer: ``vᵀ tanh(W1 e_j + W2 d_i)``, ``d_iᵀ e_j`` or ``d_iᵀ W e_j``.
+    dropout : float, default=0.0
+        Dropout on the embedding, between layers and on decoder outputs (training only).
+    decode : {"greedy", "beam"}, default="greedy"
+        Decoding used by ``predict``, ``predict_proba`` and ``score``.
+    beam_width : int, default=5
+        Hypotheses kept per sample when ``decode="beam"``.
+    epochs : int, default=20
+        Passes over the training data.
+    batch_size : int, default=128
+        Sequences per gradient step.
+    learning_rate : float, default=3e-3
+        Step size of the Adam optimiser.
+    clipnorm : float or None, default=1.0
+        Maximum gradient norm.
+    validation_fraction : float, default=0.0
+        Share of the training data held out to report ``val_loss`` each epoch.
+    early_stopping : bool, default=False
+        Stop when the monitored loss stops improving and restore the best weights.
+    n_iter_no_change : int, default=5
+        Patience of early stopping, in epochs.
+    random_state : int, RandomState instance or None, default=None
+        Seeds initialisation, shuffling, dropout and the validation split; with an int,
+        CPU runs are repeatable.
+    verbose : int, default=0
+        0 is silent, 1 shows a progress bar, 2 prints one line per epoch.
+    warm_start : bool, default=False
+        Continue training the existing network on the next ``fit``.
+    callbacks : list of keras.callbacks.Callback, default=None
+        Extra Keras callbacks for training.
+
+    Attributes
+    ----------
+    network_ : keras.Model
+        The trained pointer network (teacher-forced training graph).
+    n_features_in_ : int
+        Number of features per sequence step seen in ``fit``.
+    ordered_subsets_ : bool
+        True when some training targets were shorter than their inputs; the network
+        then predicts an end of output, and ``predict`` pads with -1 after it.
+    history_ : dict of list of float
+        Per-epoch ``loss`` (and ``val_loss``).
+    n_iter_ : int
+        Number of epochs trained.
+
+    Examples
+    --------
+    >>> from skptr import PointerNetworkOrderer
+    >>> from skptr.datasets import make_sorting
+    >>> X, y = make_sorting(n_samples=2000, n_steps=5, random_state=0)
+    >>> est = PointerNetworkOrderer(hidden_size=32, epochs=3, random_state=0).fit(X, y)
+    >>> est.predict(X[:2]).shape
+    (2, 5)
+    """
+
+    _parameter_constraints: ClassVar[dict] = {
+        **SequenceEstimatorBase._parameter_constraints,
+        "hidden_size": [Interval(Integral, 1, None, closed="left")],
+        "cell": [StrOptions({"lstm", "gru", "rnn"})],
+        "bidirectional": ["boolean"],
+        "num_layers": [Interval(Integral, 1, None, closed="left")],
+        "attention": [StrOptions({"additive", "dot", "general"})],
+        "dropout": [Interval(Real, 0, 1, closed="left")],
+        "decode": [StrOptions({"greedy", "beam"})],
+        "beam_width": [Interval(Integral, 1, None, closed="left")],
+    }
+
+    def __init__(
+        self,
+        hidden_size=128,
+        cell="lstm",
+        bidirectional=True,
+        num_layers=1,
+        attention="additive",
+        dropout=0.0,
+        decode="greedy",
+        beam_width=5,
+        epochs=20,
+        batch_size=128,
+        learning_rate=3e-3,
+        clipnorm=1.0,
+        validation_fraction=0.0,
+        early_stopping=False,
+        n_iter_no_change=5,
+        random_state=None,
+        verbose=0,
+        warm_start=False,
+        callbacks=None,
+    ):
+        self.hidden_size = hidden_size
+        self.cell = cell
+        self.bidirectional = bidirectional
+        self.num_layers = num_layers
+        self.attention = attention
+        self.dropout = dropout
+        self.decode = decode
+        self.beam_width = beam_width
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.clipnorm = clipnorm
+        self.validation_fraction = validation_fraction
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.random_state = random_state
+        self.verbose = verbose
+        self.warm_start = warm_start
+        self.callbacks = callbacks
+
+    # ------------------------------------------------------------ base hooks
+    def _prepare_training_data(self, X, y, reset):
+        sequences = check_numeric_sequences(X, n_features=None if reset else self.n_features_in_)
+        orderings, ordering_lengths = check_orderings(y, sequences.lengths)
+        subsets = bool(np.any(ordering_lengths < sequences.lengths))
+        if reset:
+            self.n_features_in_ = sequences.n_features
+            self.ordered_subsets_ = subsets
+        elif subsets and not self.ordered_subsets_:
+            raise ValueError(
+                "y holds orderings shorter than their inputs, but the estimator was first "
+                "fitted on full permutations; refit without warm_start."
+            )
+        targets = orderings
+        if self.ordered_subsets_:
+            targets = np.full((len(orderings), orderings.shape[1] + 1), -1, dtype=np.int32)
+            targets[:, :-1] = orderings
+            targets[np.arange(len(orderings)), ordering_lengths] = sequences.max_length
+        inputs = {
+            "values": sequences.values,
+            "lengths": sequences.lengths.astype(np.int32),
+            "targets": targets,
+        }
+        return inputs, targets
+
+    def _build_network(self):
+        network = PointerNetwork(
+            hidden_size=self.hidden_size,
+            cell=self.cell,
+            bidirectional=self.bidirectional,
+            num_layers=self.num_layers,
+            attention=self.attention,
+            dropout=self.dropout,
+            allow_end=self.ordered_subsets_,
+        )
+        network(
+            {
+                "values": np.zeros((1, 2, self.n_features_in_), dtype=np.float32),
+                "lengths": np.array([2], dtype=np.int32),
+                "targets": np.array([[0, 1]], dtype=np.int32),
+            }
+        )
+        return network
+
+    def _loss(self):
+        return masked_pointer_crossentropy
+
+    # ------------------------------------------------------------- inference
+    def _decoder(self):
+        key = (self.decode, self.beam_width)
+        cached = getattr(self, "_cache_decoder", None)
+        if cached is None or cached[0] != key:
+            decoder = PointerDecoder(self.network_, method=self.decode, beam_width=self.beam_width)
+            cached = (key, decoder)
+            self._cache_decoder = cached
+        return cached[1]
+
+    def _run_decoder(self, X):
+        self._check_fitted()
+        sequences = check_numeric_sequences(X, n_features=self.n_features_in_)
+        inputs = {"values": sequences.values, "lengths": sequences.lengths.astype(np.int32)}
+        outputs = self._decoder().predict(inputs, batch_size=self._predict_batch_size(), verbose=0)
+        orderings = np.asarray(outputs["orderings"], dtype=np.int64)
+        n_outputs = max(int((orderings >= 0).sum(axis=1).max()), 1)
+        return orderings[:, :n_outputs], outputs["distributions"][:, :n_outputs], outputs
+
+    def predict(self, X):
+        """Predict an ordering of each input sequence.
+
+        Parameters
+        ----------
+        X : array-like
+            A 2-D array ``(n_samples, n_steps)``, a 3-D array ``(n_samples, n_steps,
+            n_features)`` or a list of ``(n_steps_i,)`` / ``(n_steps_i, n_features)``
+            arrays. Lengths may differ from those seen in ``fit``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_outputs)
+            Distinct input positions in output order, padded with -1 after each
+            sample's end of output; ``n_outputs`` is the longest predicted ordering.
+        """
+        return self._run_decoder(X)[0]
+
+    def predict_proba(self, X):
+        """Pointer distributions along the decoded orderings.
+
+        Parameters
+        ----------
+        X : array-like
+            Input sequences, as for :meth:`predict`.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_outputs, max_length + 1)
+            Row ``[i, k]`` is the distribution over the positions of ``X[i]`` (padded
+            to the longest input, padding gets probability 0) at output step ``k``;
+            the last column is the probability of ending the output there (always 0
+            for models fitted on full permutations). Steps after a sample's end are all
+            zeros.
+        """
+        return self._run_decoder(X)[1]
+
+    def score(self, X, y):
+        """Mean position accuracy of the predicted orderings.
+
+        A position counts as correct when the chosen element equals the target
+        element (all its features), so equal elements are interchangeable and ties in
+        sorting are not penalised.
+
+        Parameters
+        ----------
+        X : array-like
+            Input sequences.
+        y : array-like
+            Target orderings, as for :meth:`fit`.
+
+        Returns
+        -------
+        float
+            Share of correctly placed elements.
+        """
+        sequences = check_numeric_sequences(X, n_features=getattr(self, "n_features_in_", None))
+        check_orderings(y, sequences.lengths)
+        return position_accuracy(y, self.predict(X), X=X)
+
+    def _log_likelihood(self, X, y):
+        """Log-probability the network assigns to given orderings of ``X``."""
+        self._check_fitted()
+        inputs, targets = self._prepare_training_data(X, y, reset=False)
+        logits = np.asarray(self.network_(inputs, training=False))
+        shifted = logits - logits.max(axis=-1, keepdims=True)
+        log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+        real = targets >= 0
+        picked = np.take_along_axis(log_probs, np.maximum(targets, 0)[..., None], axis=-1)
+        return (picked[..., 0] * real).sum(axis=1)

@@ -1,0 +1,330 @@
+"""Keras layers of the pointer network: encoder, pointer attention and the network.
+
+Shapes used throughout: ``n`` samples, ``T`` padded input positions, ``P = T + 1``
+pointer positions (the last one is the learned end-of-output element), ``S`` output
+steps, ``D`` the width of the encodings and of the decoder state.
+"""
+
+from __future__ import annotations
+
+import keras
+from keras import layers, ops
+
+RECURRENT_LAYERS = {"lstm": layers.LSTM, "gru": layers.GRU, "rnn": layers.SimpleRNN}
+STATES_PER_CELL = {"lstm": 2, "gru": 1, "rnn": 1}
+NEGATIVE_LOGIT = -1e9
+
+
+def masked_logits(logits, allowed):
+    """Give disallowed positions a logit whose softmax probability is exactly zero."""
+    return ops.where(allowed, logits, ops.full_like(logits, NEGATIVE_LOGIT))
+
+
+@keras.saving.register_keras_serializable(package="skptr")
+class SequenceEncoder(layers.Layer):
+    """Embed each element, then run stacked (bidirectional) recurrent layers.
+
+    Parameters
+    ----------
+    hidden_size : int
+        Units of each recurrent layer (per direction) and width of the embedding.
+    cell : {"lstm", "gru", "rnn"}
+        Recurrent cell.
+    bidirectional : bool
+        Read the sequence in both directions; encodings are then ``2 * hidden_size``
+        wide.
+    num_layers : int
+        Number of stacked recurrent layers.
+    dropout : float
+        Dropout rate on the embedding and between recurrent layers.
+    """
+
+    def __init__(
+        self, hidden_size, cell="lstm", bidirectional=True, num_layers=1, dropout=0.0, **kwargs
+    ):
+        super().__init__(**kwargs)
+        self.hidden_size = hidden_size
+        self.cell = cell
+        self.bidirectional = bidirectional
+        self.num_layers = num_layers
+        self.dropout = dropout
+        self.embedding = layers.Dense(hidden_size, activation="tanh", name="embedding")
+        self.dropout_layer = layers.Dropout(dropout)
+        self.recurrent = []
+        for index in range(num_layers):
+            recurrent = RECURRENT_LAYERS[cell](
+                hidden_size, return_sequences=True, return_state=True, name=f"{cell}_{index}"
+            )
+            if bidirectional:
+                recurrent = layers.Bidirectional(recurrent, name=f"bidirectional_{index}")
+            self.recurrent.append(recurrent)
+
+    @property
+    def output_size(self):
+        """Width ``D`` of the encodings and of the final states."""
+        return self.hidden_size * (2 if self.bidirectional else 1)
+
+    def call(self, values, mask, training=None):
+        """Encode padded sequences.
+
+        Parameters
+        ----------
+        values : tensor of shape (n, T, F)
+        mask : bool tensor of shape (n, T)
+        training : bool, optional
+
+        Returns
+        -------
+        encodings : tensor of shape (n, T, D)
+        final_states : list of lists of tensors of shape (n, D)
+            For each layer, its final recurrent states (both directions concatenated).
+        """
+        hidden = self.dropout_layer(self.embedding(values), training=training)
+        final_states = []
+        n_states = STATES_PER_CELL[self.cell]
+        for index, recurrent in enumerate(self.recurrent):
+            outputs = recurrent(hidden, mask=mask, training=training)
+            hidden, states = outputs[0], list(outputs[1:])
+            if self.bidirectional:
+                states = [
+                    ops.concatenate([forward, backward], axis=-1)
+                    for forward, backward in zip(states[:n_states], states[n_states:], strict=True)
+                ]
+            final_states.append(states)
+            if index < self.num_layers - 1:
+                hidden = self.dropout_layer(hidden, training=training)
+        return hidden, final_states
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            hidden_size=self.hidden_size,
+            cell=self.cell,
+            bidirectional=self.bidirectional,
+            num_layers=self.num_layers,
+            dropout=self.dropout,
+        )
+        return config
+
+
+@keras.saving.register_keras_serializable(package="skptr")
+class PointerAttention(layers.Layer):
+    """Unnormalised pointer scores of decoder states over encoded positions.
+
+    Parameters
+    ----------
+    kind : {"additive", "dot", "general"}
+        ``"additive"``: ``vᵀ tanh(W1 e_j + W2 d_i)`` (Bahdanau; Vinyals et al. 2015);
+        ``"dot"``: ``d_iᵀ e_j``; ``"general"``: ``d_iᵀ W e_j`` (Luong).
+    units : int
+        Width of the additive scorer's hidden layer (ignored by the others).
+    width : int, optional
+        Width ``D`` of keys and queries; required by ``"general"``.
+    """
+
+    def __init__(self, kind="additive", units=128, width=None, **kwargs):
+        super().__init__(**kwargs)
+        self.kind = kind
+        self.units = units
+        self.width = width
+        if kind == "additive":
+            self.key_projection = layers.Dense(units, use_bias=False, name="W1")
+            self.query_projection = layers.Dense(units, use_bias=True, name="W2")
+            self.score_vector = layers.Dense(1, use_bias=False, name="v")
+        elif kind == "general":
+            self.key_projection = layers.Dense(width, use_bias=False, name="W")
+
+    def build(self, keys_shape):
+        if self.kind == "additive":
+            self.key_projection.build(keys_shape)
+            self.query_projection.build((None, keys_shape[-1]))
+            self.score_vector.build((None, self.units))
+        elif self.kind == "general":
+            self.key_projection.build(keys_shape)
+        self.built = True
+
+    def prepare_keys(self, keys):
+        """Project the encodings once, before any decoding step."""
+        if self.kind == "dot":
+            return keys
+        return self.key_projection(keys)
+
+    def score(self, queries, prepared_keys):
+        """Scores of shape (n, P) for queries (n, D), or (n, S, P) for (n, S, D)."""
+        if self.kind == "additive":
+            projected = self.query_projection(queries)
+            if len(queries.shape) == 2:
+                hidden = ops.tanh(prepared_keys + projected[:, None, :])
+            else:
+                hidden = ops.tanh(prepared_keys[:, None, :, :] + projected[:, :, None, :])
+            return ops.squeeze(self.score_vector(hidden), axis=-1)
+        if len(queries.shape) == 2:
+            return ops.einsum("nd,npd->np", queries, prepared_keys)
+        return ops.einsum("nsd,npd->nsp", queries, prepared_keys)
+
+    def call(self, queries, keys):
+        return self.score(queries, self.prepare_keys(keys))
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(kind=self.kind, units=self.units, width=self.width)
+        return config
+
+
+@keras.saving.register_keras_serializable(package="skptr")
+class PointerNetwork(keras.Model):
+    """Encoder, recurrent pointer decoder and attention, trained by teacher forcing.
+
+    The model's inputs are a dict with ``"values"`` (n, T, F) padded sequences,
+    ``"lengths"`` (n,) their lengths and ``"targets"`` (n, S) pointer indices padded
+    with -1, where index ``T`` is the end of output. It returns pointer logits of
+    shape (n, S, T + 1) in which padding positions, positions already chosen by the
+    target prefix and (unless ``allow_end``) the end position are masked out.
+
+    Parameters
+    ----------
+    hidden_size, cell, bidirectional, num_layers, dropout
+        See :class:`SequenceEncoder`; the decoder has ``num_layers`` layers of the
+        same cell, each started from the final state of the matching encoder layer.
+    attention : {"additive", "dot", "general"}
+        Pointer scorer, see :class:`PointerAttention`.
+    allow_end : bool
+        Whether outputs may stop before all positions are used (ordered subsets).
+    """
+
+    def __init__(
+        self,
+        hidden_size=128,
+        cell="lstm",
+        bidirectional=True,
+        num_layers=1,
+        attention="additive",
+        dropout=0.0,
+        allow_end=False,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.hidden_size = hidden_size
+        self.cell = cell
+        self.bidirectional = bidirectional
+        self.num_layers = num_layers
+        self.attention_kind = attention
+        self.dropout = dropout
+        self.allow_end = allow_end
+        self.encoder = SequenceEncoder(
+            hidden_size, cell, bidirectional, num_layers, dropout, name="encoder"
+        )
+        width = self.encoder.output_size
+        self.decoder_layers = [
+            RECURRENT_LAYERS[cell](width, return_sequences=True, name=f"decoder_{cell}_{i}")
+            for i in range(num_layers)
+        ]
+        self.attention = PointerAttention(
+            attention, units=hidden_size, width=width, name="attention"
+        )
+        self.output_dropout = layers.Dropout(dropout)
+
+    def build(self, input_shape):
+        width = self.encoder.output_size
+        self.start_vector = self.add_weight(
+            shape=(width,), initializer="random_normal", name="start_vector"
+        )
+        self.end_vector = self.add_weight(
+            shape=(width,), initializer="random_normal", name="end_vector"
+        )
+        self.attention.build((None, None, width))
+        super().build(input_shape)
+
+    @property
+    def width(self):
+        """Width ``D`` of encodings and decoder states."""
+        return self.encoder.output_size
+
+    def encode(self, values, lengths, training=None):
+        """Encode the input and append the end element.
+
+        Returns
+        -------
+        keys : tensor (n, P, D)
+            Encodings of the positions followed by the end vector.
+        valid : bool tensor (n, P)
+            Positions that may ever be chosen.
+        states : list of lists of tensors (n, D)
+            Initial decoder states, one list per layer.
+        """
+        n_positions = ops.shape(values)[1]
+        mask = ops.arange(n_positions)[None, :] < ops.cast(lengths, "int32")[:, None]
+        encodings, states = self.encoder(values, mask, training=training)
+        end = ops.broadcast_to(self.end_vector, (ops.shape(encodings)[0], 1, self.width))
+        keys = ops.concatenate([encodings, ops.cast(end, encodings.dtype)], axis=1)
+        end_allowed = ops.full((ops.shape(mask)[0], 1), self.allow_end)
+        valid = ops.concatenate([mask, end_allowed], axis=1)
+        return keys, valid, states
+
+    def decoder_inputs(self, keys, previous):
+        """Decoder inputs: the encoding at ``previous`` (n, ...) or the start vector (-1)."""
+        safe = ops.maximum(previous, 0)
+        if len(previous.shape) == 1:
+            gathered = ops.take_along_axis(keys, safe[:, None, None], axis=1)[:, 0]
+            started = previous[:, None] >= 0
+        else:
+            gathered = ops.take_along_axis(keys, safe[:, :, None], axis=1)
+            started = previous[:, :, None] >= 0
+        return ops.where(started, gathered, ops.cast(self.start_vector, keys.dtype))
+
+    def decoder_step(self, inputs, states, training=None):
+        """Run one decoder step for all layers; return (output, new states)."""
+        hidden = inputs
+        new_states = []
+        for layer, layer_states in zip(self.decoder_layers, states, strict=True):
+            hidden, cell_states = layer.cell(hidden, layer_states, training=training)
+            if not isinstance(cell_states, list | tuple):
+                cell_states = [cell_states]
+            new_states.append(list(cell_states))
+        return hidden, new_states
+
+    def call(self, inputs, training=None):
+        values, lengths, targets = inputs["values"], inputs["lengths"], inputs["targets"]
+        targets = ops.cast(targets, "int32")
+        keys, valid, states = self.encode(values, lengths, training=training)
+        n_pointers = ops.shape(keys)[1]
+        previous = ops.concatenate(
+            [ops.full((ops.shape(targets)[0], 1), -1, dtype="int32"), targets[:, :-1]], axis=1
+        )
+        hidden = self.decoder_inputs(keys, previous)
+        for layer, layer_states in zip(self.decoder_layers, states, strict=True):
+            hidden = layer(hidden, initial_state=layer_states, training=training)
+        hidden = self.output_dropout(hidden, training=training)
+        logits = self.attention.score(hidden, self.attention.prepare_keys(keys))
+        chosen = ops.one_hot(ops.maximum(targets, 0), n_pointers) * ops.cast(
+            targets[:, :, None] >= 0, "float32"
+        )
+        chosen_before = ops.cumsum(chosen, axis=1) - chosen
+        allowed = ops.logical_and(valid[:, None, :], chosen_before < 0.5)
+        return masked_logits(logits, allowed)
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "hidden_size": self.hidden_size,
+            "cell": self.cell,
+            "bidirectional": self.bidirectional,
+            "num_layers": self.num_layers,
+            "attention": self.attention_kind,
+            "dropout": self.dropout,
+            "allow_end": self.allow_end,
+        }
+
+
+@keras.saving.register_keras_serializable(package="skptr")
+def masked_pointer_crossentropy(targets, logits):
+    """Mean negative log-likelihood of the target pointers of each sample.
+
+    Steps whose target is -1 (padding) are ignored.
+    """
+    targets = ops.cast(targets, "int32")
+    real = ops.cast(targets >= 0, logits.dtype)
+    log_probs = ops.log_softmax(logits, axis=-1)
+    picked = ops.take_along_axis(log_probs, ops.maximum(targets, 0)[:, :, None], axis=-1)
+    step_losses = -ops.squeeze(picked, axis=-1) * real
+    return ops.sum(step_losses, axis=1) / ops.maximum(ops.sum(real, axis=1), 1.0)
