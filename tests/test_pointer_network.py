@@ -1,0 +1,199 @@
+"""Layers, masking and decoding of the pointer network (no estimator training here)."""
+
+import itertools
+
+import keras
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from skptr._base import seed_keras
+from skptr.pointer._decoding import PointerDecoder, beam_decode, greedy_decode
+from skptr.pointer._layers import PointerAttention, PointerNetwork, masked_pointer_crossentropy
+
+
+def _network(allow_end=False, n_features=1, **kwargs):
+    seed_keras(0)
+    params = {"hidden_size": 8, "cell": "lstm", "bidirectional": True, "attention": "additive"}
+    params.update(kwargs)
+    network = PointerNetwork(allow_end=allow_end, **params)
+    network(
+        {
+            "values": np.zeros((1, 2, n_features), "float32"),
+            "lengths": np.array([2], "int32"),
+            "targets": np.array([[0, 1]], "int32"),
+        }
+    )
+    return network
+
+
+def _softmax(logits):
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    return np.exp(shifted) / np.exp(shifted).sum(axis=-1, keepdims=True)
+
+
+def _random_batch(rng, lengths, n_features=1):
+    values = np.zeros((len(lengths), max(lengths), n_features), "float32")
+    for i, length in enumerate(lengths):
+        values[i, :length] = rng.normal(size=(length, n_features))
+    return values, np.asarray(lengths, "int32")
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru", "rnn"])
+@pytest.mark.parametrize("attention", ["additive", "dot", "general"])
+@pytest.mark.parametrize("bidirectional", [True, False])
+def test_teacher_forced_logits_shape(cell, attention, bidirectional):
+    network = _network(cell=cell, attention=attention, bidirectional=bidirectional, num_layers=2)
+    values, lengths = _random_batch(np.random.RandomState(0), [4, 2, 3])
+    targets = np.array([[3, 0, 1, 2], [1, 0, -1, -1], [2, 1, 0, -1]], "int32")
+    logits = network({"values": values, "lengths": lengths, "targets": targets})
+    assert tuple(logits.shape) == (3, 4, 5)
+    width = 16 if bidirectional else 8
+    assert network.width == width
+
+
+def test_padding_chosen_and_end_positions_get_exactly_zero_probability():
+    network = _network()
+    values, lengths = _random_batch(np.random.RandomState(1), [4, 2])
+    targets = np.array([[3, 0, 1, 2], [1, 0, -1, -1]], "int32")
+    probabilities = _softmax(
+        np.asarray(network({"values": values, "lengths": lengths, "targets": targets}))
+    )
+    # Sample 0, step 2: positions 3 and 0 were chosen before; end is not allowed.
+    np.testing.assert_array_equal(probabilities[0, 2, [0, 3, 4]], 0.0)
+    assert probabilities[0, 2, [1, 2]].sum() == pytest.approx(1.0, abs=1e-6)
+    # Sample 1 has two real positions: padding 2, 3 and end are always impossible.
+    np.testing.assert_array_equal(probabilities[1, :2, 2:], 0.0)
+    np.testing.assert_array_equal(probabilities[1, 1, 1], 0.0)
+    assert probabilities[1, 1, 0] == pytest.approx(1.0)
+
+
+def test_end_position_is_allowed_for_ordered_subsets():
+    network = _network(allow_end=True)
+    values, lengths = _random_batch(np.random.RandomState(2), [3])
+    targets = np.array([[2, 0, 3]], "int32")  # 3 == end of output
+    probabilities = _softmax(
+        np.asarray(network({"values": values, "lengths": lengths, "targets": targets}))
+    )
+    assert np.all(probabilities[0, :, 3] > 0)
+    np.testing.assert_array_equal(probabilities[0, 1, 2], 0.0)
+    np.testing.assert_array_equal(probabilities[0, 2, [0, 2]], 0.0)
+
+
+def test_masked_crossentropy_ignores_padding_steps():
+    logits = np.log(np.array([[[0.5, 0.5], [0.25, 0.75]]], "float32"))
+    loss = masked_pointer_crossentropy(np.array([[0, -1]]), logits)
+    assert float(loss[0]) == pytest.approx(np.log(2.0), rel=1e-6)
+    loss = masked_pointer_crossentropy(np.array([[0, 1]]), logits)
+    assert float(loss[0]) == pytest.approx((np.log(2.0) - np.log(0.75)) / 2, rel=1e-6)
+
+
+def test_general_attention_matches_its_equation():
+    seed_keras(3)
+    attention = PointerAttention("general", width=3)
+    keys = np.random.RandomState(0).normal(size=(2, 4, 3)).astype("float32")
+    queries = np.random.RandomState(1).normal(size=(2, 3)).astype("float32")
+    scores = np.asarray(attention(queries, keys))
+    weight = np.asarray(attention.key_projection.kernel)
+    np.testing.assert_allclose(
+        scores, np.einsum("ne,npd,de->np", queries, keys, weight), rtol=1e-5
+    )
+
+
+def _check_valid(orderings, lengths, allow_end):
+    for row, length in zip(orderings, lengths, strict=True):
+        real = row[row >= 0]
+        assert len(set(real.tolist())) == len(real), row
+        assert np.all(real < length), row
+        n_real = len(real)
+        assert np.all(row[n_real:] == -1), row  # -1 only after the end
+        if not allow_end:
+            assert n_real == length, row
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    lengths=st.lists(st.integers(1, 7), min_size=1, max_size=5),
+    allow_end=st.booleans(),
+    beam_width=st.integers(1, 4),
+    seed=st.integers(0, 1000),
+)
+def test_decoded_orderings_are_always_valid(lengths, allow_end, beam_width, seed):
+    network = _VALIDITY_NETWORKS[allow_end]
+    values, lengths = _random_batch(np.random.RandomState(seed), lengths)
+    orderings, distributions, _ = greedy_decode(network, values, lengths)
+    _check_valid(np.asarray(orderings), lengths, allow_end)
+    distributions = np.asarray(distributions)
+    for i, length in enumerate(lengths):
+        np.testing.assert_array_equal(distributions[i, :, length:-1], 0.0)
+    beam_orderings, _, _ = beam_decode(network, values, lengths, beam_width)
+    _check_valid(np.asarray(beam_orderings), lengths, allow_end)
+
+
+_VALIDITY_NETWORKS = {flag: _network(allow_end=flag) for flag in (False, True)}
+
+
+@pytest.mark.parametrize("allow_end", [False, True])
+def test_beam_width_one_equals_greedy(allow_end):
+    network = _network(allow_end=allow_end, hidden_size=16)
+    values, lengths = _random_batch(np.random.RandomState(4), [6, 3, 5, 1, 6, 2, 4, 6])
+    greedy = [np.asarray(t) for t in greedy_decode(network, values, lengths)]
+    beam = [np.asarray(t) for t in beam_decode(network, values, lengths, 1)]
+    np.testing.assert_array_equal(greedy[0], beam[0])
+    np.testing.assert_allclose(greedy[1], beam[1], atol=1e-6)
+    np.testing.assert_allclose(greedy[2], beam[2], rtol=1e-5)
+
+
+def _teacher_forced_log_likelihood(network, values, lengths, orderings):
+    targets = np.asarray(orderings, "int32")
+    logits = np.asarray(network({"values": values, "lengths": lengths, "targets": targets}))
+    log_probs = np.log(np.maximum(_softmax(logits), 1e-30))
+    picked = np.take_along_axis(log_probs, np.maximum(targets, 0)[..., None], -1)[..., 0]
+    return (picked * (targets >= 0)).sum(axis=1)
+
+
+def test_exhaustive_beam_finds_the_most_likely_permutation():
+    network = _network(hidden_size=16)
+    values, lengths = _random_batch(np.random.RandomState(5), [4, 4, 4])
+    permutations = np.array(list(itertools.permutations(range(4))), "int32")
+    orderings, _, log_likelihood = beam_decode(network, values, lengths, beam_width=24)
+    for i in range(len(values)):
+        all_scores = _teacher_forced_log_likelihood(
+            network,
+            np.repeat(values[i : i + 1], 24, 0),
+            np.repeat(lengths[i : i + 1], 24),
+            permutations,
+        )
+        best = permutations[np.argmax(all_scores)]
+        np.testing.assert_array_equal(np.asarray(orderings)[i], best)
+        assert float(log_likelihood[i]) == pytest.approx(all_scores.max(), abs=1e-4)
+
+
+def test_decoder_log_likelihood_matches_teacher_forcing():
+    network = _network(hidden_size=16)
+    values, lengths = _random_batch(np.random.RandomState(6), [5, 5])
+    for decoded in (
+        greedy_decode(network, values, lengths),
+        beam_decode(network, values, lengths, 3),
+    ):
+        orderings, _, log_likelihood = (np.asarray(t) for t in decoded)
+        expected = _teacher_forced_log_likelihood(network, values, lengths, orderings)
+        np.testing.assert_allclose(log_likelihood, expected, atol=1e-4)
+
+
+def test_decoder_model_runs_compiled_and_handles_new_lengths():
+    network = _network(hidden_size=8)
+    decoder = PointerDecoder(network, method="beam", beam_width=3)
+    values, lengths = _random_batch(np.random.RandomState(7), [9, 12, 3])
+    outputs = decoder.predict({"values": values, "lengths": lengths}, verbose=0, batch_size=2)
+    assert outputs["orderings"].shape == (3, 12)
+    assert outputs["distributions"].shape == (3, 12, 13)
+    _check_valid(outputs["orderings"], lengths, allow_end=False)
+
+
+def test_network_config_round_trip():
+    network = _network(attention="dot", cell="gru")
+    clone = PointerNetwork.from_config(network.get_config())
+    assert clone.get_config() == network.get_config()
+    assert isinstance(keras.saving.get_registered_object("skptr>PointerNetwork"), type)

@@ -1,0 +1,97 @@
+import numpy as np
+import pytest
+
+from skptr._sequences import check_numeric_sequences, check_orderings
+
+
+def test_two_dimensional_input_has_one_feature_per_step():
+    padded = check_numeric_sequences(np.arange(6).reshape(2, 3))
+    assert padded.values.shape == (2, 3, 1)
+    assert padded.values.dtype == np.float32
+    np.testing.assert_array_equal(padded.lengths, [3, 3])
+    np.testing.assert_array_equal(padded.values[1, :, 0], [3, 4, 5])
+
+
+def test_three_dimensional_input_keeps_features():
+    padded = check_numeric_sequences(np.ones((4, 5, 2)))
+    assert (padded.n_samples, padded.max_length, padded.n_features) == (4, 5, 2)
+
+
+def test_ragged_lists_are_right_padded_with_a_mask():
+    padded = check_numeric_sequences([[1.0, 2.0], [3.0], [4.0, 5.0, 6.0]])
+    assert padded.values.shape == (3, 3, 1)
+    np.testing.assert_array_equal(padded.lengths, [2, 1, 3])
+    np.testing.assert_array_equal(
+        padded.mask, [[True, True, False], [True, False, False], [True, True, True]]
+    )
+    np.testing.assert_array_equal(padded.values[1, :, 0], [3.0, 0.0, 0.0])
+    np.testing.assert_array_equal(padded.sequence(0)[:, 0], [1.0, 2.0])
+
+
+def test_ragged_vectors_of_two_features():
+    padded = check_numeric_sequences([np.zeros((2, 2)), np.ones((4, 2))])
+    assert padded.values.shape == (2, 4, 2)
+
+
+@pytest.mark.parametrize(
+    ("X", "message"),
+    [
+        ([[1.0, np.nan], [2.0, 3.0]], r"X\[0\] contains NaN or infinity \(first at step 1\)"),
+        ([[1.0, 2.0], [2.0, np.inf]], r"X\[1\] contains NaN or infinity"),
+        ([[1.0, 2.0], ["a", "b"]], r"X\[1\] is not numeric"),
+        ([[1.0, 2.0], []], r"X\[1\] is an empty sequence"),
+        ([np.zeros((2, 2)), np.zeros((2, 3))], r"X\[1\] has 3 features per step but X\[0\] has 2"),
+        ([np.zeros((2, 2, 2))], r"X\[0\] has 3 dimensions"),
+        (np.zeros((2, 2, 2, 2)), r"got an array of shape \(2, 2, 2, 2\)"),
+        ([], r"X holds no samples"),
+        ([[1 + 2j, 3.0]], r"X\[0\] holds complex numbers"),
+    ],
+)
+def test_bad_sequences_are_rejected_naming_the_sample(X, message):
+    with pytest.raises(ValueError, match=message):
+        check_numeric_sequences(X)
+
+
+def test_feature_count_must_match_fit():
+    with pytest.raises(ValueError, match="fitted with 2 features per step"):
+        check_numeric_sequences(np.zeros((2, 3)), n_features=2)
+
+
+def test_strings_and_scalars_are_type_errors():
+    with pytest.raises(TypeError, match="single str"):
+        check_numeric_sequences("1234")
+    with pytest.raises(TypeError, match="got int"):
+        check_numeric_sequences(5)
+
+
+def test_orderings_padded_and_ragged():
+    lengths = np.array([3, 2])
+    targets, target_lengths = check_orderings([[2, 0, 1], [1]], lengths)
+    np.testing.assert_array_equal(targets, [[2, 0, 1], [1, -1, -1]])
+    np.testing.assert_array_equal(target_lengths, [3, 1])
+    same, _ = check_orderings(np.array([[2, 0, 1], [1, -1, -1]]), lengths)
+    np.testing.assert_array_equal(same, targets)
+
+
+@pytest.mark.parametrize(
+    ("y", "message"),
+    [
+        ([[0, 1, 2]], r"X and y have different numbers of samples: 2 and 1"),
+        ([[0, 1, 1], [0, 1]], r"y\[0\] repeats index 1"),
+        ([[0, 1, 2], [0, 2]], r"y\[1\] holds index 2, outside the 2 positions of X\[1\]"),
+        ([[0, 1, -3], [0, 1]], r"y\[0\] holds index -3"),
+        ([[0, -1, 2], [0, 1]], r"y\[0\] has -1 padding before its last index"),
+        ([[0, 1, 2], []], r"y\[1\] is empty"),
+        ([[0, 1.5, 2], [0, 1]], r"y\[0\] holds non-integer values"),
+        ([["a", "b"], [0, 1]], r"y\[0\] holds non-integer values"),
+        ([[[0, 1]], [0, 1]], r"y\[0\] must be a 1-D sequence"),
+    ],
+)
+def test_bad_orderings_are_rejected_naming_the_sample(y, message):
+    with pytest.raises(ValueError, match=message):
+        check_orderings(y, np.array([3, 2]))
+
+
+def test_integral_floats_are_accepted_as_indices():
+    targets, _ = check_orderings([[1.0, 0.0]], np.array([2]))
+    np.testing.assert_array_equal(targets, [[1, 0]])
