@@ -27,6 +27,7 @@ functions and the like): they are dropped when pickling and rebuilt on demand.
 
 from __future__ import annotations
 
+import contextlib
 import random
 from numbers import Integral, Real
 from typing import ClassVar
@@ -47,8 +48,14 @@ def _draw_seed(random_state):
     return int(check_random_state(random_state).randint(_MAX_SEED))
 
 
-def seed_keras(seed):
-    """Seed Keras and the backend without disturbing Python's and NumPy's global RNGs.
+@contextlib.contextmanager
+def seeded(seed):
+    """Seed Keras, the backend, Python and NumPy inside a ``with`` block.
+
+    Keras draws initializer seeds from Python's ``random`` module and the backend
+    draws shuffles from its own global seed, so all of them are seeded while the
+    network is built and trained. Python's and NumPy's global states are restored on
+    exit, so fitting an estimator does not disturb the caller's random numbers.
 
     Parameters
     ----------
@@ -59,6 +66,7 @@ def seed_keras(seed):
     numpy_state = np.random.get_state()  # noqa: NPY002
     try:
         keras.utils.set_random_seed(seed)
+        yield
     finally:
         random.setstate(python_state)
         np.random.set_state(numpy_state)  # noqa: NPY002
@@ -169,19 +177,17 @@ class SequenceEstimatorBase(BaseEstimator):
         self._validate_params()
         reset = not (self.warm_start and self._is_fitted())
         seed = _draw_seed(self.random_state)
-        seed_keras(seed)
-        inputs, targets = self._prepare_training_data(X, y, reset=reset)
-        if reset:
-            self.network_ = self._build_network()
-            self.history_ = {}
-        if getattr(self.network_, "optimizer", None) is None or reset:
-            self._compile()
-        self._clear_cache()
-
-        inputs, targets, validation_data = self._split_validation(inputs, targets, seed)
-        histories = self._train(
-            inputs, targets, validation_data, self._fit_callbacks(validation_data is not None)
-        )
+        with seeded(seed):
+            inputs, targets = self._prepare_training_data(X, y, reset=reset)
+            if reset:
+                self.network_ = self._build_network()
+                self.history_ = {}
+            if getattr(self.network_, "optimizer", None) is None or reset:
+                self._compile()
+            self._clear_cache()
+            inputs, targets, validation_data = self._split_validation(inputs, targets, seed)
+            callbacks = self._fit_callbacks(validation_data is not None)
+            histories = self._train(inputs, targets, validation_data, callbacks)
         for history in histories:
             for key, values in history.history.items():
                 self.history_.setdefault(key, []).extend(float(v) for v in values)
@@ -248,5 +254,6 @@ class SequenceEstimatorBase(BaseEstimator):
         weights = state.pop("_network_weights", None)
         super().__setstate__(state)
         if weights is not None:
-            self.network_ = self._build_network()
+            with seeded(0):
+                self.network_ = self._build_network()
             self.network_.set_weights(weights)

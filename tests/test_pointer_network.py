@@ -8,23 +8,23 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skptr._base import seed_keras
+from skptr._base import seeded
 from skptr.pointer._decoding import PointerDecoder, beam_decode, greedy_decode
 from skptr.pointer._layers import PointerAttention, PointerNetwork, masked_pointer_crossentropy
 
 
 def _network(allow_end=False, n_features=1, **kwargs):
-    seed_keras(0)
     params = {"hidden_size": 8, "cell": "lstm", "bidirectional": True, "attention": "additive"}
     params.update(kwargs)
-    network = PointerNetwork(allow_end=allow_end, **params)
-    network(
-        {
-            "values": np.zeros((1, 2, n_features), "float32"),
-            "lengths": np.array([2], "int32"),
-            "targets": np.array([[0, 1]], "int32"),
-        }
-    )
+    with seeded(0):
+        network = PointerNetwork(allow_end=allow_end, **params)
+        network(
+            {
+                "values": np.zeros((1, 2, n_features), "float32"),
+                "lengths": np.array([2], "int32"),
+                "targets": np.array([[0, 1]], "int32"),
+            }
+        )
     return network
 
 
@@ -90,8 +90,8 @@ def test_masked_crossentropy_ignores_padding_steps():
 
 
 def test_general_attention_matches_its_equation():
-    seed_keras(3)
-    attention = PointerAttention("general", width=3)
+    with seeded(3):
+        attention = PointerAttention("general", width=3)
     keys = np.random.RandomState(0).normal(size=(2, 4, 3)).astype("float32")
     queries = np.random.RandomState(1).normal(size=(2, 3)).astype("float32")
     scores = np.asarray(attention(queries, keys))

@@ -1,0 +1,240 @@
+"""PointerNetworkOrderer as a scikit-learn estimator: learning, persistence, contract."""
+
+import pickle
+import subprocess
+import sys
+
+import joblib
+import keras
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.model_selection import GridSearchCV
+from sklearn.utils._param_validation import InvalidParameterError
+
+from skptr import PointerNetworkOrderer
+from skptr.datasets import make_convex_hull, make_sorting
+from skptr.metrics import position_accuracy, sequence_accuracy
+
+SMALL = {"hidden_size": 16, "epochs": 1, "batch_size": 64, "random_state": 0}
+
+
+@pytest.fixture(scope="module")
+def sorting_split():
+    X, y = make_sorting(n_samples=5000, n_steps=8, random_state=0)
+    return X[:4000], y[:4000], X[4000:], y[4000:]
+
+
+@pytest.fixture(scope="module")
+def sorter(sorting_split):
+    X_train, y_train, _, _ = sorting_split
+    return PointerNetworkOrderer(hidden_size=32, epochs=6, random_state=0).fit(X_train, y_train)
+
+
+@pytest.fixture(scope="module")
+def tiny_data():
+    return make_sorting(n_samples=300, n_steps=5, random_state=1)
+
+
+def test_learns_the_seed_sorting_task(sorter, sorting_split):
+    _, _, X_test, y_test = sorting_split
+    assert sorter.score(X_test, y_test) >= 0.99
+    predicted = sorter.predict(X_test)
+    assert predicted.shape == (1000, 8)
+    assert predicted.dtype.kind == "i"
+    assert all(sorted(row) == list(range(8)) for row in predicted.tolist())
+    assert sequence_accuracy(y_test, predicted, X=X_test) >= 0.9
+
+
+def test_predict_proba_is_the_distribution_along_the_decoded_path(sorter, sorting_split):
+    _, _, X_test, _ = sorting_split
+    probabilities = sorter.predict_proba(X_test[:50])
+    predicted = sorter.predict(X_test[:50])
+    assert probabilities.shape == (50, 8, 9)
+    np.testing.assert_allclose(probabilities.sum(axis=-1), 1.0, atol=1e-5)
+    np.testing.assert_array_equal(probabilities[..., -1], 0.0)
+    np.testing.assert_array_equal(probabilities.argmax(axis=-1), predicted)
+    # A position chosen at step k has probability zero at every later step.
+    for k in range(1, 8):
+        earlier = predicted[:, :k]
+        assert np.all(np.take_along_axis(probabilities[:, k], earlier, axis=1) == 0)
+
+
+def test_generalises_to_other_lengths_than_seen_in_fit(sorter):
+    X = [np.array([3.0, 9.0, 1.0]), np.array([5.0, 2.0, 8.0, 0.0, 7.0, 6.0, 4.0, 9.0, 1.0, 3.0])]
+    predicted = sorter.predict(X)
+    assert predicted.shape == (2, 10)
+    np.testing.assert_array_equal(predicted[0, 3:], -1)
+    assert sorted(predicted[1].tolist()) == list(range(10))
+    np.testing.assert_array_equal(X[0][predicted[0, :3]], [9.0, 3.0, 1.0])
+
+
+def test_beam_search_is_at_least_as_likely_as_greedy(sorter, sorting_split):
+    _, _, X_test, _ = sorting_split
+    beam = clone(sorter).set_params(decode="beam", beam_width=3)
+    beam.__dict__.update({k: v for k, v in vars(sorter).items() if k.endswith("_")})
+    greedy_paths = sorter.predict(X_test[:300])
+    beam_paths = beam.predict(X_test[:300])
+    greedy_ll = sorter._log_likelihood(X_test[:300], greedy_paths)
+    beam_ll = beam._log_likelihood(X_test[:300], beam_paths)
+    assert np.all(beam_ll >= greedy_ll - 1e-4)
+    assert beam_ll.mean() >= greedy_ll.mean()
+
+
+def test_pickle_and_joblib_round_trips_predict_identically(sorter, sorting_split, tmp_path):
+    _, _, X_test, _ = sorting_split
+    expected = sorter.predict_proba(X_test[:200])
+    restored = pickle.loads(pickle.dumps(sorter))
+    np.testing.assert_array_equal(restored.predict_proba(X_test[:200]), expected)
+    joblib.dump(sorter, tmp_path / "sorter.joblib")
+    restored = joblib.load(tmp_path / "sorter.joblib")
+    np.testing.assert_array_equal(restored.predict_proba(X_test[:200]), expected)
+    np.testing.assert_array_equal(restored.predict(X_test[:200]), sorter.predict(X_test[:200]))
+    assert restored.history_ == sorter.history_
+
+
+def test_joblib_round_trip_across_processes(sorter, sorting_split, tmp_path):
+    _, _, X_test, _ = sorting_split
+    joblib.dump(sorter, tmp_path / "sorter.joblib")
+    np.save(tmp_path / "X.npy", X_test[:100])
+    script = (
+        "import joblib, numpy as np;"
+        f"est = joblib.load({str(tmp_path / 'sorter.joblib')!r});"
+        f"np.save({str(tmp_path / 'p.npy')!r}, est.predict(np.load({str(tmp_path / 'X.npy')!r})))"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, capture_output=True)
+    np.testing.assert_array_equal(np.load(tmp_path / "p.npy"), sorter.predict(X_test[:100]))
+
+
+def test_unfitted_estimator_pickles_and_raises_not_fitted(tiny_data):
+    X, _ = tiny_data
+    estimator = pickle.loads(pickle.dumps(PointerNetworkOrderer(hidden_size=4)))
+    assert estimator.hidden_size == 4
+    for method in (estimator.predict, estimator.predict_proba):
+        with pytest.raises(NotFittedError):
+            method(X)
+
+
+def test_same_random_state_gives_identical_predictions(tiny_data):
+    X, y = tiny_data
+    first = PointerNetworkOrderer(**SMALL).fit(X, y)
+    expected, network, history = first.predict_proba(X), first.network_, first.history_
+    first.fit(X, y)  # without warm_start, a refit starts from scratch
+    assert first.network_ is not network
+    np.testing.assert_array_equal(first.predict_proba(X), expected)
+    assert first.history_ == history
+    other = PointerNetworkOrderer(**{**SMALL, "random_state": 1}).fit(X, y)
+    assert not np.array_equal(other.predict_proba(X), expected)
+
+
+def test_fitting_does_not_touch_global_random_state(tiny_data):
+    X, y = tiny_data
+    np.random.seed(123)
+    expected = np.random.rand()
+    np.random.seed(123)
+    PointerNetworkOrderer(**SMALL).fit(X, y)
+    assert np.random.rand() == expected
+
+
+def test_history_validation_verbosity_and_callbacks(tiny_data, capsys):
+    X, y = tiny_data
+    estimator = PointerNetworkOrderer(**{**SMALL, "epochs": 3, "validation_fraction": 0.2})
+    estimator.fit(X, y)
+    assert set(estimator.history_) == {"loss", "val_loss"}
+    assert len(estimator.history_["loss"]) == 3 == estimator.n_iter_
+    assert capsys.readouterr().out == ""
+    epochs = []
+    callback = keras.callbacks.LambdaCallback(
+        on_epoch_end=lambda epoch, logs: epochs.append(epoch)
+    )
+    PointerNetworkOrderer(**{**SMALL, "epochs": 2, "verbose": 1}, callbacks=[callback]).fit(X, y)
+    out = capsys.readouterr().out
+    assert "Epoch 2/2" in out and "5/5" in out and "loss" in out  # 300 samples, batches of 64
+    assert epochs == [0, 1]
+
+
+def test_early_stopping_restores_the_best_weights(tiny_data):
+    X, y = tiny_data
+    # A huge learning rate makes the loss diverge after the first epochs.
+    estimator = PointerNetworkOrderer(
+        **{**SMALL, "epochs": 30, "learning_rate": 0.5, "clipnorm": None},
+        early_stopping=True,
+        n_iter_no_change=2,
+        validation_fraction=0.3,
+    ).fit(X, y)
+    losses = estimator.history_["val_loss"]
+    assert estimator.n_iter_ < 30
+    best = int(np.argmin(losses))
+    assert estimator.n_iter_ == best + 3
+    assert np.isfinite(estimator.predict_proba(X)).all()
+
+
+def test_warm_start_continues_training(tiny_data):
+    X, y = tiny_data
+    estimator = PointerNetworkOrderer(**{**SMALL, "epochs": 2}, warm_start=True).fit(X, y)
+    network = estimator.network_
+    first_losses = list(estimator.history_["loss"])
+    estimator.fit(X, y)
+    assert estimator.network_ is network
+    assert estimator.n_iter_ == 4
+    assert estimator.history_["loss"][:2] == first_losses
+    assert estimator.history_["loss"][3] < first_losses[0]
+
+
+def test_n_features_in_is_features_per_step():
+    X, y = make_convex_hull(n_samples=50, n_points=6, random_state=0)
+    estimator = PointerNetworkOrderer(**SMALL).fit(X, y)
+    assert estimator.n_features_in_ == 2
+    assert estimator.ordered_subsets_
+    with pytest.raises(ValueError, match="fitted with 2 features per step"):
+        estimator.predict(np.zeros((3, 6)))
+
+
+@pytest.mark.parametrize(
+    ("X", "y", "message"),
+    [
+        ([[1.0, np.nan, 2.0], [1.0, 2.0, 3.0]], [[0, 1, 2], [0, 1, 2]], r"X\[0\] contains NaN"),
+        ([[1.0, 2.0, 3.0], [1.0, 2.0]], [[0, 1, 2], [0, 1, 1]], r"y\[1\] repeats index 1"),
+        ([[1.0, 2.0, 3.0], [1.0, 2.0]], [[0, 1, 2], [0, 5]], r"y\[1\] holds index 5"),
+        ([[1.0, 2.0, 3.0], [1.0, 2.0]], [[0, 1, 2]], r"different numbers of samples: 2 and 1"),
+        ([[1.0, 2.0, 3.0], []], [[0, 1, 2], [0]], r"X\[1\] is an empty sequence"),
+    ],
+)
+def test_bad_training_input_is_reported_by_sample(X, y, message):
+    with pytest.raises(ValueError, match=message):
+        PointerNetworkOrderer(**SMALL).fit(X, y)
+
+
+@pytest.mark.parametrize(
+    ("param", "value"),
+    [("hidden_size", -1), ("cell", "transformer"), ("attention", "cosine"), ("dropout", 1.5)],
+)
+def test_bad_hyperparameters_raise_naming_them(tiny_data, param, value):
+    X, y = tiny_data
+    with pytest.raises(InvalidParameterError, match=param):
+        PointerNetworkOrderer(**{**SMALL, param: value}).fit(X, y)
+
+
+def test_grid_search_over_hidden_size(tiny_data):
+    X, y = tiny_data
+    search = GridSearchCV(
+        PointerNetworkOrderer(epochs=2, batch_size=64, random_state=0),
+        {"hidden_size": [16, 32]},
+        cv=2,
+    ).fit(X, y)
+    assert search.best_params_["hidden_size"] in (16, 32)
+    assert 0.0 <= search.best_score_ <= 1.0
+
+
+def test_learns_convex_hull_far_above_chance():
+    X, y = make_convex_hull(n_samples=4000, n_points=5, random_state=0)
+    estimator = PointerNetworkOrderer(hidden_size=64, epochs=12, random_state=0)
+    estimator.fit(X[:3500], y[:3500])
+    predicted = estimator.predict(X[3500:])
+    for row, n_points in zip(predicted, [5] * len(predicted), strict=True):
+        real = row[row >= 0]
+        assert len(set(real.tolist())) == len(real) and np.all(real < n_points)
+    # Chance of guessing a hull exactly (length, start and order) is well below 1 %.
+    assert sequence_accuracy(y[3500:], predicted) >= 0.5
+    assert position_accuracy(y[3500:], predicted) >= 0.65
