@@ -13,11 +13,14 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+export TF_CPP_MIN_LOG_LEVEL ?= 2
+
 demo: $(STAMP)
 	$(BIN)/python -m skptr demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=15
+	$(BIN)/ruff check .
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -2,16 +2,28 @@
 
 Public names: :class:`PointerNetworkOrderer`, :class:`NeuralStackTransducer` and
 ``__version__``. Task generators live in :mod:`skptr.datasets`, metrics in
-:mod:`skptr.metrics`.
+:mod:`skptr.metrics`. The estimators are imported on first use, so that the data
+generators and metrics can be used without loading TensorFlow.
 """
 
+from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
-
-from .pointer import PointerNetworkOrderer
 
 try:
     __version__ = version("skptr")
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0+unknown"
 
-__all__ = ["PointerNetworkOrderer", "__version__"]
+_ESTIMATORS = {"PointerNetworkOrderer": ".pointer"}
+
+__all__ = ["__version__", *_ESTIMATORS]
+
+
+def __getattr__(name):
+    if name in _ESTIMATORS:
+        return getattr(import_module(_ESTIMATORS[name], __name__), name)
+    raise AttributeError(f"module 'skptr' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(__all__)
