@@ -1,9 +1,10 @@
 """skptr: pointer networks and neural stack transducers as scikit-learn estimators.
 
-Public names: :class:`PointerNetworkOrderer`, :class:`NeuralStackTransducer` and
-``__version__``. Task generators live in :mod:`skptr.datasets`, metrics in
-:mod:`skptr.metrics`. The estimators are imported on first use, so that the data
-generators and metrics can be used without loading TensorFlow.
+Public names: :class:`PointerNetworkOrderer`, :class:`NeuralStackTransducer`,
+:func:`load` (for files written by ``est.save``) and ``__version__``. Task
+generators live in :mod:`skptr.datasets`, metrics in :mod:`skptr.metrics`. The
+estimators are imported on first use, so that the data generators and metrics can be
+used without loading TensorFlow.
 """
 
 from importlib import import_module
@@ -14,14 +15,14 @@ try:
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0+unknown"
 
-_ESTIMATORS = {"PointerNetworkOrderer": ".pointer"}
+_LAZY = {"PointerNetworkOrderer": ".pointer", "load": "._persistence"}
 
-__all__ = ["__version__", *_ESTIMATORS]
+__all__ = ["__version__", *_LAZY]
 
 
 def __getattr__(name):
-    if name in _ESTIMATORS:
-        return getattr(import_module(_ESTIMATORS[name], __name__), name)
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name], __name__), name)
     raise AttributeError(f"module 'skptr' has no attribute {name!r}")
 
 

@@ -39,6 +39,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
+from ._persistence import save as _save_estimator
+
 __all__ = ["SequenceEstimatorBase"]
 
 _MAX_SEED = 2**31 - 1
@@ -241,6 +243,21 @@ class SequenceEstimatorBase(BaseEstimator):
         return max(int(self.batch_size), 256)
 
     # ------------------------------------------------------------ persistence
+    def save(self, path):
+        """Write the estimator to ``path`` in skptr's pickle-free format.
+
+        Hyperparameters and fitted attributes are stored as plain JSON data and the
+        network in the Keras ``.keras`` format; read it back with :func:`skptr.load`,
+        which loads the network with Keras ``safe_mode``. Unlike a pickle, loading such
+        a file does not run code stored in it.
+
+        Parameters
+        ----------
+        path : str or path-like
+            Destination file, conventionally ending in ``.skptr``.
+        """
+        _save_estimator(self, path)
+
     def __getstate__(self):
         state = super().__getstate__()
         state = {k: v for k, v in state.items() if not k.startswith("_cache_")}

@@ -17,15 +17,7 @@ def _network(allow_end=False, n_features=1, **kwargs):
     params = {"hidden_size": 8, "cell": "lstm", "bidirectional": True, "attention": "additive"}
     params.update(kwargs)
     with seeded(0):
-        network = PointerNetwork(allow_end=allow_end, **params)
-        network(
-            {
-                "values": np.zeros((1, 2, n_features), "float32"),
-                "lengths": np.array([2], "int32"),
-                "targets": np.array([[0, 1]], "int32"),
-            }
-        )
-    return network
+        return PointerNetwork(allow_end=allow_end, **params).build_for(n_features)
 
 
 def _softmax(logits):

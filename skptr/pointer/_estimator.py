@@ -183,14 +183,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
             dropout=self.dropout,
             allow_end=self.ordered_subsets_,
         )
-        network(
-            {
-                "values": np.zeros((1, 2, self.n_features_in_), dtype=np.float32),
-                "lengths": np.array([2], dtype=np.int32),
-                "targets": np.array([[0, 1]], dtype=np.int32),
-            }
-        )
-        return network
+        return network.build_for(self.n_features_in_)
 
     def _loss(self):
         return masked_pointer_crossentropy

@@ -224,6 +224,31 @@ class PointerNetwork(keras.Model):
         )
         self.output_dropout = layers.Dropout(dropout)
 
+    def build_for(self, n_features):
+        """Create all weights by running the network once on a dummy batch.
+
+        Parameters
+        ----------
+        n_features : int
+            Number of features per input step.
+        """
+        self.n_features = int(n_features)
+        self(
+            {
+                "values": ops.zeros((1, 2, self.n_features)),
+                "lengths": ops.convert_to_tensor([2], dtype="int32"),
+                "targets": ops.convert_to_tensor([[0, 1]], dtype="int32"),
+            }
+        )
+        return self
+
+    def get_build_config(self):
+        return {"n_features": getattr(self, "n_features", None)}
+
+    def build_from_config(self, config):
+        if config.get("n_features") is not None:
+            self.build_for(config["n_features"])
+
     def build(self, input_shape):
         width = self.encoder.output_size
         self.start_vector = self.add_weight(

@@ -1,0 +1,134 @@
+"""The pickle-free file format: est.save(path) and skptr.load(path)."""
+
+import json
+import pickle
+import zipfile
+
+import keras
+import numpy as np
+import pytest
+
+import skptr
+from skptr import PointerNetworkOrderer
+from skptr.datasets import make_convex_hull
+
+
+@pytest.fixture(scope="module")
+def hull_model():
+    X, y = make_convex_hull(n_samples=200, n_points=6, random_state=0)
+    estimator = PointerNetworkOrderer(hidden_size=8, epochs=2, random_state=0, decode="beam")
+    return estimator.fit(X, y), X
+
+
+def _rewrite_metadata(source, target, change):
+    with zipfile.ZipFile(source) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    metadata = json.loads(members["skptr.json"])
+    change(metadata)
+    members["skptr.json"] = json.dumps(metadata).encode()
+    with zipfile.ZipFile(target, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+
+
+def test_round_trip_predicts_identically(hull_model, tmp_path):
+    estimator, X = hull_model
+    path = tmp_path / "hull.skptr"
+    estimator.save(path)
+    loaded = skptr.load(path)
+    assert type(loaded) is PointerNetworkOrderer
+    assert loaded.get_params() == estimator.get_params()
+    assert loaded.ordered_subsets_ and loaded.n_features_in_ == 2
+    assert loaded.history_ == estimator.history_
+    np.testing.assert_array_equal(loaded.predict(X), estimator.predict(X))
+    np.testing.assert_array_equal(loaded.predict_proba(X), estimator.predict_proba(X))
+
+
+def test_file_records_versions_and_plain_data(hull_model, tmp_path):
+    estimator, _ = hull_model
+    path = tmp_path / "hull.skptr"
+    estimator.save(path)
+    with zipfile.ZipFile(path) as archive:
+        assert set(archive.namelist()) == {"skptr.json", "network.keras"}
+        metadata = json.loads(archive.read("skptr.json"))
+    assert metadata["skptr_version"] == skptr.__version__
+    assert metadata["keras_version"] == keras.__version__
+    assert metadata["estimator"] == "PointerNetworkOrderer"
+    assert metadata["params"]["hidden_size"] == 8
+
+
+def test_loaded_estimator_can_continue_training(hull_model, tmp_path):
+    estimator, X = hull_model
+    path = tmp_path / "hull.skptr"
+    estimator.save(path)
+    loaded = skptr.load(path).set_params(warm_start=True, epochs=1)
+    network = loaded.network_
+    _, y = make_convex_hull(n_samples=200, n_points=6, random_state=0)
+    loaded.fit(X, y)
+    assert loaded.network_ is network
+    assert loaded.n_iter_ == 3
+
+
+def test_unfitted_round_trip(tmp_path):
+    path = tmp_path / "unfitted.skptr"
+    PointerNetworkOrderer(hidden_size=7, cell="gru").save(path)
+    loaded = skptr.load(path)
+    assert loaded.hidden_size == 7 and loaded.cell == "gru"
+    assert not hasattr(loaded, "network_")
+
+
+def test_truncated_and_corrupted_files_give_clear_errors(hull_model, tmp_path):
+    estimator, _ = hull_model
+    path = tmp_path / "hull.skptr"
+    estimator.save(path)
+    data = path.read_bytes()
+    truncated = tmp_path / "truncated.skptr"
+    truncated.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError, match="corrupted or truncated"):
+        skptr.load(truncated)
+    corrupted = tmp_path / "corrupted.skptr"
+    middle = len(data) // 2
+    corrupted.write_bytes(
+        data[:middle] + bytes(b ^ 0xFF for b in data[middle : middle + 64]) + data[middle + 64 :]
+    )
+    with pytest.raises(ValueError, match=r"skptr file|network cannot be loaded"):
+        skptr.load(corrupted)
+    not_skptr = tmp_path / "model.pkl"
+    not_skptr.write_bytes(pickle.dumps(estimator))
+    with pytest.raises(ValueError, match="not a readable skptr file"):
+        skptr.load(not_skptr)
+
+
+def test_incompatible_versions_are_refused(hull_model, tmp_path):
+    estimator, _ = hull_model
+    path = tmp_path / "hull.skptr"
+    estimator.save(path)
+    old = tmp_path / "old.skptr"
+    _rewrite_metadata(path, old, lambda m: m.update(skptr_version="0.0.1"))
+    with pytest.raises(ValueError, match=r"written by skptr 0\.0\.1, which is incompatible"):
+        skptr.load(old)
+    future_format = tmp_path / "future.skptr"
+    _rewrite_metadata(path, future_format, lambda m: m.update(format_version=99))
+    with pytest.raises(ValueError, match="file format version 99"):
+        skptr.load(future_format)
+    other_keras = tmp_path / "keras2.skptr"
+    _rewrite_metadata(path, other_keras, lambda m: m.update(keras_version="2.15.0"))
+    with pytest.raises(ValueError, match=r"Keras 2\.15\.0"):
+        skptr.load(other_keras)
+
+
+def test_only_skptr_classes_can_be_loaded(hull_model, tmp_path):
+    estimator, _ = hull_model
+    path = tmp_path / "hull.skptr"
+    estimator.save(path)
+    hostile = tmp_path / "hostile.skptr"
+    _rewrite_metadata(path, hostile, lambda m: m.update(estimator="os.system"))
+    with pytest.raises(ValueError, match=r"unknown estimator class 'os\.system'"):
+        skptr.load(hostile)
+
+
+def test_values_that_are_not_plain_data_cannot_be_saved(tmp_path):
+    with pytest.raises(TypeError, match="callbacks cannot be stored"):
+        PointerNetworkOrderer(callbacks=[keras.callbacks.History()]).save(tmp_path / "a")
+    with pytest.raises(TypeError, match="random_state is a RandomState"):
+        PointerNetworkOrderer(random_state=np.random.RandomState(0)).save(tmp_path / "b")
