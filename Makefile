@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint install clean
+.PHONY: demo test lint install clean docs
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,17 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+
+DOCS_STAMP := $(VENV)/.docs-installed
+
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[docs]"
+	touch $(DOCS_STAMP)
+
+# SKPTR_DOCS_EXAMPLES=<regex> runs only the matching examples (default: all of them).
+docs: $(DOCS_STAMP)
+	$(BIN)/python -m sphinx -W --keep-going -b html docs docs/_build/html
+	@echo "Documentation: docs/_build/html/index.html"
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -1,0 +1,70 @@
+"""Sphinx configuration of the skptr documentation."""
+
+import os
+import warnings
+from pathlib import Path
+
+import skptr
+
+project = "skptr"
+author = "The skptr developers"
+copyright = "The skptr developers"
+version = release = skptr.__version__
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.mathjax",
+    "numpydoc",
+    "sphinx_gallery.gen_gallery",
+]
+
+templates_path = ["_templates"]
+exclude_patterns = ["_build", "**.ipynb_checkpoints", "pointer_networks.md"]
+root_doc = "index"
+default_role = "obj"
+
+# -- API reference --------------------------------------------------------------------
+autosummary_generate = True
+autodoc_default_options = {"members": True, "inherited-members": True}
+autodoc_typehints = "none"
+numpydoc_show_class_members = False
+numpydoc_class_members_toctree = False
+numpydoc_attributes_as_param_list = False
+
+# -- Example gallery ------------------------------------------------------------------
+# SKPTR_DOCS_EXAMPLES selects the examples to run (a regular expression matched against
+# their paths); the default runs all of them. Examples that are not run are still
+# rendered, without their output.
+os.environ.setdefault("MPLBACKEND", "Agg")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+warnings.filterwarnings("ignore", message="Matplotlib is currently using agg")
+
+sphinx_gallery_conf = {
+    "examples_dirs": str(Path(__file__).parent.parent / "examples"),
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": os.environ.get("SKPTR_DOCS_EXAMPLES", "/plot_"),
+    "ignore_pattern": r"__init__\.py",
+    "download_all_examples": False,
+    "remove_config_comments": True,
+    "show_memory": False,
+    "min_reported_time": 1,
+    "reference_url": {"skptr": None},
+    "doc_module": ("skptr",),
+    "backreferences_dir": "generated/backreferences",
+    "capture_repr": ("_repr_html_", "__repr__"),
+    "image_scrapers": ("matplotlib",),
+}
+
+# -- HTML -----------------------------------------------------------------------------
+html_theme = "pydata_sphinx_theme"
+html_title = f"skptr {release}"
+html_static_path = []
+html_theme_options = {
+    "navbar_align": "left",
+    "show_toc_level": 2,
+    "navigation_with_keys": False,
+    "secondary_sidebar_items": ["page-toc", "sourcelink"],
+}
+html_sidebars = {"getting_started": [], "benchmarks": [], "changelog": []}
+html_show_sourcelink = False
