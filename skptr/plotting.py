@@ -353,12 +353,17 @@ def plot_memory_trace(trace, tokens=None, *, axes=None, cmap="Blues", colorbar=T
     Parameters
     ----------
     trace : dict
-        The memory trace of one sample, with arrays ``"push"`` and ``"pop"`` of shape
-        ``(n_steps,)`` or ``(n_steps, n_ends)`` and ``"strengths"`` of shape
-        ``(n_steps, n_slots)``, as given by the transducer's memory-trace method for one
-        sample. Other keys are ignored.
-    tokens : sequence of str, default=None
-        The symbol read or written at each step, used to label the time axis.
+        The memory trace of one sample, one item of the list returned by
+        :meth:`NeuralStackTransducer.memory_trace
+        <skptr.NeuralStackTransducer.memory_trace>`: arrays ``"push"`` and ``"pop"`` of
+        shape ``(n_steps,)`` or ``(n_steps, n_ends)`` and ``"strengths"`` of shape
+        ``(n_steps, n_slots)``; optionally ``"source"`` and ``"output"``, the tokens
+        read and produced. Other keys are ignored.
+    tokens : sequence, default=None
+        The token fed to the controller at each step, used to label the time axis. By
+        default, when the trace holds ``"source"`` and ``"output"`` with ``len(source)
+        + len(output) + 1`` steps in all, the source tokens, a separator ``"|"`` and
+        the output tokens.
     axes : sequence of two matplotlib Axes, default=None
         Axes for the strengths of the operations and for the memory; a new figure with
         two rows is created when None.
@@ -399,6 +404,9 @@ def plot_memory_trace(trace, tokens=None, *, axes=None, cmap="Blues", colorbar=T
             "push and pop must have one row per step and strengths shape (n_steps, "
             f"n_slots); got {push.shape}, {pop.shape} and {strengths.shape}."
         )
+    if tokens is None and "source" in trace and "output" in trace:
+        fed = [*trace["source"], "|", *trace["output"]]
+        tokens = fed if len(fed) == n_steps else None
     if tokens is not None and len(tokens) != n_steps:
         raise ValueError(f"tokens must hold one symbol per step ({n_steps}), got {len(tokens)}.")
     plt = _pyplot()

@@ -143,6 +143,12 @@ def test_memory_trace_draws_push_pop_and_strengths():
     assert len(fig.axes) == 3  # with the colorbar
 
 
+def test_memory_trace_labels_steps_with_source_and_output():
+    trace = {**_trace(n_steps=6), "source": "abc", "output": ["c", "b"]}
+    fig = plotting.plot_memory_trace(trace, colorbar=False)
+    assert [t.get_text() for t in fig.axes[1].get_xticklabels()] == list("abc|cb")
+
+
 def test_memory_trace_of_a_deque_has_a_pair_of_lines_per_end():
     fig = plotting.plot_memory_trace(_trace(ends=2), colorbar=False)
     labels = [line.get_label() for line in fig.axes[0].lines]
