@@ -44,6 +44,9 @@ from ._persistence import save as _save_estimator
 __all__ = ["SequenceEstimatorBase"]
 
 _MAX_SEED = 2**31 - 1
+# Tracing a training graph costs a few seconds; below this many gradient steps a fit
+# runs eagerly, which is faster overall (small searches, smoke tests, tiny data).
+EAGER_STEP_LIMIT = 10
 
 
 def _draw_seed(random_state):
@@ -137,6 +140,23 @@ class SequenceEstimatorBase(BaseEstimator):
         "callbacks": [list, tuple, None],
     }
 
+    _doc_link_module = "skptr"
+    _doc_link_template = (
+        "https://skptr.readthedocs.io/en/latest/api/generated/skptr.{estimator_name}.html"
+    )
+
+    def _doc_link_url_param_generator(self):
+        return {"estimator_name": type(self).__name__}
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = True
+        tags.input_tags.three_d_array = True
+        tags.input_tags.allow_nan = False
+        tags.target_tags.required = True
+        tags.non_deterministic = False
+        return tags
+
     # ------------------------------------------------------------------ hooks
     def _prepare_training_data(self, X, y, reset):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -177,6 +197,10 @@ class SequenceEstimatorBase(BaseEstimator):
             The fitted estimator.
         """
         self._validate_params()
+        if y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None."
+            )
         reset = not (self.warm_start and self._is_fitted())
         seed = _draw_seed(self.random_state)
         with seeded(seed):
@@ -184,10 +208,11 @@ class SequenceEstimatorBase(BaseEstimator):
             if reset:
                 self.network_ = self._build_network()
                 self.history_ = {}
-            if getattr(self.network_, "optimizer", None) is None or reset:
-                self._compile()
-            self._clear_cache()
             inputs, targets, validation_data = self._split_validation(inputs, targets, seed)
+            if getattr(self.network_, "optimizer", None) is None or reset:
+                n_steps = self.epochs * -(-_n_samples(inputs) // self.batch_size)
+                self._compile(run_eagerly=n_steps <= EAGER_STEP_LIMIT)
+            self._clear_cache()
             callbacks = self._fit_callbacks(validation_data is not None)
             histories = self._train(inputs, targets, validation_data, callbacks)
         for history in histories:
@@ -196,9 +221,11 @@ class SequenceEstimatorBase(BaseEstimator):
         self.n_iter_ = len(self.history_.get("loss", []))
         return self
 
-    def _compile(self):
+    def _compile(self, run_eagerly=False):
         optimizer = keras.optimizers.Adam(learning_rate=self.learning_rate, clipnorm=self.clipnorm)
-        self.network_.compile(optimizer=optimizer, loss=self._loss(), jit_compile=False)
+        self.network_.compile(
+            optimizer=optimizer, loss=self._loss(), jit_compile=False, run_eagerly=run_eagerly
+        )
 
     def _split_validation(self, inputs, targets, seed):
         if self.validation_fraction == 0:

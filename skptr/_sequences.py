@@ -17,6 +17,14 @@ __all__ = [
 ]
 
 
+class NonNumericSequenceError(ValueError, TypeError):
+    """A sequence step is not a number.
+
+    A ``ValueError`` (the input is malformed) that is also a ``TypeError``, the error
+    NumPy raises for the same conversion.
+    """
+
+
 class PaddedSequences:
     """Right-padded numeric sequences with their true lengths.
 
@@ -65,13 +73,14 @@ def _as_numeric_array(sample, index, name):
     if array.dtype == object or not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
         try:
             array = array.astype(np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"{name}[{index}] is not numeric (dtype {array.dtype}); skptr sequence "
-                "estimators need numbers, one number or one vector of numbers per step."
+        except (TypeError, ValueError) as exc:
+            raise NonNumericSequenceError(
+                f"{name}[{index}] is not numeric (dtype {array.dtype}: {exc}); skptr "
+                "sequence estimators need numbers, one number or one vector of numbers "
+                "per step."
             ) from None
     if np.iscomplexobj(array):
-        raise ValueError(f"{name}[{index}] holds complex numbers, which are not supported.")
+        raise ValueError(f"{name}[{index}] holds complex numbers: Complex data not supported.")
     return array.astype(np.float64, copy=False)
 
 
@@ -88,7 +97,8 @@ def _split_samples(X, name):
         if X.ndim not in (2, 3):
             raise ValueError(
                 f"{name} must be 2-D (n_samples, n_steps), 3-D (n_samples, n_steps, "
-                f"n_features) or a list of per-sample arrays; got an array of shape {X.shape}."
+                f"n_features) or a list of per-sample arrays; got an array of shape "
+                f"{X.shape}. Reshape your data: a single sequence s is passed as [s]."
             )
         return list(X)
     if hasattr(X, "to_numpy") and not isinstance(X, list | tuple):
@@ -240,10 +250,15 @@ def check_orderings(y, lengths, *, name="y"):
             raise ValueError(
                 f"{name}[{index}] must be a 1-D sequence of indices, got shape {row.shape}."
             )
+        if row.dtype == object:
+            row = np.asarray(row.tolist())
         if row.size and not np.issubdtype(row.dtype, np.integer):
-            numeric = row.dtype != object and np.issubdtype(row.dtype, np.number)
+            numeric = row.dtype.kind == "f"
             if not numeric or not np.all(np.isfinite(row)) or np.any(row != np.round(row)):
-                raise ValueError(f"{name}[{index}] holds non-integer values: {row.tolist()}.")
+                raise ValueError(
+                    f"{name}[{index}] holds non-integer values {row.tolist()}: Unknown label "
+                    "type; an ordering is a sequence of integer positions."
+                )
         row = _strip_padding(row.astype(np.int64), index, name)
         if row.size == 0:
             raise ValueError(f"{name}[{index}] is empty; every sample needs at least one index.")

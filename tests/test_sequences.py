@@ -44,7 +44,7 @@ def test_ragged_vectors_of_two_features():
         ([np.zeros((2, 2, 2))], r"X\[0\] has 3 dimensions"),
         (np.zeros((2, 2, 2, 2)), r"got an array of shape \(2, 2, 2, 2\)"),
         ([], r"X holds no samples"),
-        ([[1 + 2j, 3.0]], r"X\[0\] holds complex numbers"),
+        ([[1 + 2j, 3.0]], r"X\[0\] holds complex numbers: Complex data not supported"),
     ],
 )
 def test_bad_sequences_are_rejected_naming_the_sample(X, message):

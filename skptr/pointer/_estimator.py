@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from numbers import Integral, Real
 from typing import ClassVar
 
@@ -15,6 +16,10 @@ from ._decoding import PointerDecoder
 from ._layers import PointerNetwork, masked_pointer_crossentropy
 
 __all__ = ["PointerNetworkOrderer"]
+
+# Compiled decoders per trained network, kept outside the estimator so that predict
+# leaves the estimator's __dict__ unchanged; entries die with their network.
+_DECODERS = weakref.WeakKeyDictionary()
 
 
 class PointerNetworkOrderer(SequenceEstimatorBase):
@@ -148,6 +153,13 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         self.warm_start = warm_start
         self.callbacks = callbacks
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.two_d_labels = True
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = False
+        return tags
+
     # ------------------------------------------------------------ base hooks
     def _prepare_training_data(self, X, y, reset):
         sequences = check_numeric_sequences(X, n_features=None if reset else self.n_features_in_)
@@ -190,13 +202,13 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
 
     # ------------------------------------------------------------- inference
     def _decoder(self):
+        decoders = _DECODERS.setdefault(self.network_, {})
         key = (self.decode, self.beam_width)
-        cached = getattr(self, "_cache_decoder", None)
-        if cached is None or cached[0] != key:
-            decoder = PointerDecoder(self.network_, method=self.decode, beam_width=self.beam_width)
-            cached = (key, decoder)
-            self._cache_decoder = cached
-        return cached[1]
+        if key not in decoders:
+            decoders[key] = PointerDecoder(
+                self.network_, method=self.decode, beam_width=self.beam_width
+            )
+        return decoders[key]
 
     def _run_decoder(self, X):
         self._check_fitted()

@@ -1,0 +1,108 @@
+"""scikit-learn's own estimator checks, with every expected failure justified.
+
+scikit-learn's generic checks feed flat data: X of shape (n_samples, n_features) and y
+of class labels. For skptr a 2-D X is a batch of sequences and y holds one *sequence*
+per sample (an ordering of input positions, or a token sequence). Because the pointer
+estimator declares multi-output targets, the checks pass y as a column, i.e. one-step
+orderings, and most checks run for real. The few that cannot pass are listed below with
+their reason; each has a sequence-aware twin in ``tests/test_sklearn_contract.py``.
+The list is strict: a listed check that starts passing fails the suite.
+"""
+
+from functools import partial
+from unittest import SkipTest
+
+import pytest
+from sklearn.utils.estimator_checks import (
+    _get_check_estimator_ids,
+    estimator_checks_generator,
+)
+
+from skptr import PointerNetworkOrderer
+
+LABELS_ARE_NOT_POSITIONS = (
+    "feeds y = class labels 0..2 as one-step orderings of 2-step sequences, so index 2 is "
+    "out of range and correctly rejected (twin in test_sklearn_contract.py)"
+)
+
+EXPECTED_FAILED_CHECKS = {
+    "check_estimators_overwrite_params": LABELS_ARE_NOT_POSITIONS,
+    "check_estimators_fit_returns_self": LABELS_ARE_NOT_POSITIONS,
+    "check_readonly_memmap_input": LABELS_ARE_NOT_POSITIONS,
+    "check_fit2d_1feature": (
+        "X with one column is a batch of 1-step sequences, so label y values >= 1 are "
+        "out-of-range positions and correctly rejected (twin: test_one_step_sequences)"
+    ),
+    "check_n_features_in": (
+        "n_features_in_ is the number of features per sequence step, not X.shape[1] "
+        "(twin: test_n_features_in_is_features_per_step)"
+    ),
+    "check_n_features_in_after_fitting": (
+        "n_features_in_ is the number of features per sequence step, not X.shape[1] "
+        "(the sequence length, which may differ at predict time) "
+        "(twin: test_n_features_in_is_features_per_step)"
+    ),
+    "check_estimators_empty_data_messages": (
+        "a 2-D X of shape (n, 0) is n empty sequences and is reported as 'X[0] is an empty "
+        "sequence', not as '0 feature(s)' (twin: test_empty_input_messages)"
+    ),
+    "check_methods_sample_order_invariance": (
+        "predict_proba is float32: a different batch composition changes probabilities "
+        "by about 1 ulp (2e-7 relative), above the check's float64 tolerance; predict is "
+        "identical (twin: test_sample_order_and_subset_invariance)"
+    ),
+}
+
+
+# Probabilities computed in float32 differ by ~1 ulp between batch compositions, so this
+# check fails on some runs and passes on others.
+FLAKY_IN_FLOAT32 = {"check_methods_sample_order_invariance", "check_methods_subset_invariance"}
+
+
+def _small(estimator):
+    return estimator.set_params(hidden_size=4, epochs=1, batch_size=32, random_state=0)
+
+
+def _check_name(check):
+    while hasattr(check, "__wrapped__"):
+        check = check.__wrapped__
+    return check.func.__name__ if isinstance(check, partial) else check.__name__
+
+
+def _all_checks(estimators):
+    """The API checks and the legacy checks, each check once."""
+    params, seen = [], set()
+    for estimator in estimators:
+        for legacy in (False, True):
+            for _, check in estimator_checks_generator(estimator, legacy=legacy):
+                check_id = _get_check_estimator_ids(check)
+                key = (type(estimator).__name__, check_id)
+                if key not in seen:
+                    seen.add(key)
+                    params.append(pytest.param(estimator, check, id=f"{key[0]}-{check_id}"))
+    return params
+
+
+ESTIMATORS = [_small(PointerNetworkOrderer())]
+
+
+@pytest.mark.parametrize(("estimator", "check"), _all_checks(ESTIMATORS))
+def test_sklearn_check(estimator, check):
+    name = _check_name(check)
+    if name in EXPECTED_FAILED_CHECKS and name not in FLAKY_IN_FLOAT32:
+        with pytest.raises((AssertionError, ValueError)):
+            check(estimator)
+        return
+    try:
+        check(estimator)
+    except AssertionError:
+        if name not in FLAKY_IN_FLOAT32:
+            raise
+        pytest.xfail(EXPECTED_FAILED_CHECKS.get(name, "float32 batch noise"))
+    except SkipTest as skip:
+        pytest.skip(str(skip))
+
+
+def test_every_expected_failure_is_a_real_check():
+    names = {_check_name(p.values[1]) for p in _all_checks(ESTIMATORS)}
+    assert set(EXPECTED_FAILED_CHECKS) <= names
