@@ -1,0 +1,393 @@
+"""The recurrent controller that drives a differentiable memory.
+
+At every step ``t`` the controller reads the embedded token ``x_t`` and the previous read
+vector ``r_{t-1}``, updates its recurrent state, and from its output ``o'_t`` (the new
+hidden state) emits a push strength ``d_t = σ(·)``, a pop strength ``u_t = σ(·)`` and a
+value ``v_t = tanh(·)`` for the memory, which in turn yields the read ``r_t`` fed to the
+next step (Grefenstette et al. 2015, §3.2). The output logits are computed from the
+hidden states by the enclosing network. With ``memory=None`` the same layer is a plain
+recurrent network: no read vector, no memory heads, everything else identical.
+
+The time loop is a single ``keras.ops.scan``; the input projections of all steps are
+computed before the loop in one matrix product, so the loop body only multiplies the
+small ``[r_{t-1}; h_{t-1}]`` vector.
+"""
+
+from __future__ import annotations
+
+import keras
+from keras import ops
+
+from ._memories import initial_memory, memory_ends, memory_step
+
+__all__ = ["CELLS", "MemoryController"]
+
+#: Recurrent cells the controller can use, with their number of gate blocks.
+CELLS = {"lstm": 4, "gru": 3, "rnn": 1}
+
+
+@keras.saving.register_keras_serializable(package="skptr")
+class MemoryController(keras.layers.Layer):
+    """Recurrent controller with an optional stack, queue or deque memory.
+
+    Parameters
+    ----------
+    units : int
+        Size of the recurrent state.
+    memory : {"stack", "queue", "deque"} or None, default="stack"
+        The memory the controller drives; ``None`` gives a plain recurrent network.
+    cell : {"lstm", "gru", "rnn"}, default="lstm"
+        The recurrent cell.
+    memory_width : int, default=32
+        Width of the vectors pushed to the memory.
+    pop_bias : float, default=-1.0
+        Initial bias of the pop strength (before the sigmoid).
+    push_bias : float, default=0.0
+        Initial bias of the push strength (before the sigmoid).
+    state_bptt_steps : int or None, default=None
+        How many steps back gradients flow through the controller's own recurrent
+        state (``h``, and ``c`` for the LSTM); ``None`` is full backpropagation through
+        time, 0 stops them at every step. Gradients through the memory and the read
+        vector are never truncated, so small values make the memory the only way to
+        learn long-range dependencies.
+    **kwargs
+        Passed to :class:`keras.layers.Layer`.
+
+    Notes
+    -----
+    ``call(inputs, mask=None)`` takes embedded tokens of shape (batch, steps, features)
+    and returns the hidden states, shape (batch, steps, units). ``mask`` (batch, steps),
+    if given, marks the steps that count: on the others the state and the memory are
+    carried over unchanged, which lets batched decoding left-pad its sources.
+    ``call(..., return_traces=True)`` also returns a dict with the per-step push and pop
+    strengths, the memory strengths and the read vectors.
+    """
+
+    def __init__(
+        self,
+        units,
+        memory="stack",
+        cell="lstm",
+        memory_width=32,
+        pop_bias=-1.0,
+        push_bias=0.0,
+        state_bptt_steps=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if cell not in CELLS:
+            raise ValueError(f"cell must be one of {sorted(CELLS)}, got {cell!r}.")
+        if memory is not None:
+            memory_ends(memory)  # validates the name
+        self.units = int(units)
+        self.memory = memory
+        self.cell = cell
+        self.memory_width = int(memory_width)
+        self.pop_bias = float(pop_bias)
+        self.push_bias = float(push_bias)
+        self.state_bptt_steps = None if state_bptt_steps is None else int(state_bptt_steps)
+        self.n_ends = 0 if memory is None else memory_ends(memory)
+        self.read_size = self.n_ends * self.memory_width
+        self.supports_masking = True
+
+    # ------------------------------------------------------------------ weights
+    def build(self, input_shape):
+        n_in = int(input_shape[-1])
+        gates = CELLS[self.cell] * self.units
+        self.input_kernel = self.add_weight(
+            name="input_kernel", shape=(n_in, gates), initializer="glorot_uniform"
+        )
+        self.recurrent_kernel = self.add_weight(
+            name="recurrent_kernel", shape=(self.units, gates), initializer="orthogonal"
+        )
+        self.bias = self.add_weight(name="bias", shape=(gates,), initializer=self._gate_bias)
+        if self.cell == "gru":
+            self.recurrent_bias = self.add_weight(
+                name="recurrent_bias", shape=(gates,), initializer="zeros"
+            )
+        if self.memory is not None:
+            self.read_kernel = self.add_weight(
+                name="read_kernel", shape=(self.read_size, gates), initializer="glorot_uniform"
+            )
+            k = self.n_ends
+            self.head_kernel = self.add_weight(
+                name="head_kernel",
+                shape=(self.units, 2 * k + self.read_size),
+                initializer="glorot_uniform",
+            )
+            self.head_bias = self.add_weight(
+                name="head_bias", shape=(2 * k + self.read_size,), initializer=self._head_bias
+            )
+
+    def _gate_bias(self, shape, dtype=None):
+        bias = ops.zeros(shape, dtype=dtype)
+        if self.cell == "lstm":  # forget gate starts open
+            h = self.units
+            bias = ops.concatenate(
+                [ops.zeros((h,), dtype), ops.ones((h,), dtype), ops.zeros((2 * h,), dtype)]
+            )
+        return bias
+
+    def _head_bias(self, shape, dtype=None):
+        k = self.n_ends
+        return ops.concatenate(
+            [
+                ops.full((k,), self.push_bias, dtype=dtype),
+                ops.full((k,), self.pop_bias, dtype=dtype),
+                ops.zeros((self.read_size,), dtype=dtype),
+            ]
+        )
+
+    def compute_output_shape(self, input_shape):
+        return (*tuple(input_shape[:-1]), self.units)
+
+    # -------------------------------------------------------------- recurrence
+    def step_weights(self):
+        """The weights used by :meth:`step`, read once outside the time loop.
+
+        Returns
+        -------
+        dict of tensors
+            ``kernel`` (applied to ``[x_t; r_{t-1}; h_{t-1}]``), ``bias`` and, with a
+            memory, ``head_kernel`` and ``head_bias``. For the GRU the kernel's columns
+            are: update and reset gates, candidate input part, candidate recurrent part.
+        """
+        kernel = [self.input_kernel]
+        if self.memory is not None:
+            kernel.append(self.read_kernel)
+        if self.cell != "gru":
+            kernel = ops.concatenate([*kernel, self.recurrent_kernel], axis=0)
+            bias = ops.convert_to_tensor(self.bias)
+        else:
+            h = self.units
+            inputs = ops.concatenate(kernel, axis=0)
+            n_in = ops.shape(inputs)[0]
+            zeros_in = ops.zeros((n_in, h), dtype=inputs.dtype)
+            zeros_rec = ops.zeros((h, h), dtype=inputs.dtype)
+            recurrent = self.recurrent_kernel
+            kernel = ops.concatenate(
+                [
+                    ops.concatenate([inputs, zeros_in], axis=1),
+                    ops.concatenate(
+                        [recurrent[:, : 2 * h], zeros_rec, recurrent[:, 2 * h :]], axis=1
+                    ),
+                ],
+                axis=0,
+            )
+            rec_bias = self.recurrent_bias
+            bias = ops.concatenate(
+                [self.bias[: 2 * h] + rec_bias[: 2 * h], self.bias[2 * h :], rec_bias[2 * h :]]
+            )
+        weights = {"kernel": kernel, "bias": bias}
+        if self.memory is not None:
+            weights["head_kernel"] = ops.convert_to_tensor(self.head_kernel)
+            weights["head_bias"] = ops.convert_to_tensor(self.head_bias)
+        return weights
+
+    def get_initial_state(self, batch_size, n_steps):
+        """Zero recurrent state and an empty memory sized for ``n_steps`` steps.
+
+        Parameters
+        ----------
+        batch_size : int or scalar int tensor
+        n_steps : int or scalar int tensor
+            Number of steps the state will be run for (the memory grows one slot per
+            step, two for the deque).
+
+        Returns
+        -------
+        tuple of tensors
+            ``(h, c)`` for the LSTM, ``(h,)`` otherwise, followed by the memory values,
+            strengths and the last read vector when there is a memory.
+        """
+        dtype = self.compute_dtype
+        h = ops.zeros((batch_size, self.units), dtype=dtype)
+        state = (h, ops.zeros_like(h)) if self.cell == "lstm" else (h,)
+        if self.memory is not None:
+            values, strengths = initial_memory(
+                self.memory, batch_size, n_steps, self.memory_width, dtype=dtype
+            )
+            read = ops.zeros((batch_size, self.read_size), dtype=dtype)
+            state = (*state, values, strengths, read)
+        return state
+
+    def step(self, state, inputs, step, weights, active=None):
+        """Advance the controller and its memory by one step.
+
+        Parameters
+        ----------
+        state : tuple of tensors
+            As returned by :meth:`get_initial_state` or a previous call.
+        inputs : tensor of shape (batch, features)
+            The step's input ``x_t`` (an embedded token).
+        step : scalar int tensor
+            Index of the step, which selects the memory slot written.
+        weights : dict of tensors
+            As returned by :meth:`step_weights`.
+        active : bool tensor of shape (batch,), optional
+            Samples for which the step counts; the others keep their state.
+
+        Returns
+        -------
+        state : tuple of tensors
+            The new state.
+        trace : tuple of tensors
+            Push strengths (batch, ends), pop strengths (batch, ends), memory strengths
+            (batch, slots) and read vector (batch, ends * width); empty without memory.
+        """
+        h_prev = state[0]
+        parts = [inputs, state[-1], h_prev] if self.memory is not None else [inputs, h_prev]
+        z = ops.matmul(ops.concatenate(parts, axis=-1), weights["kernel"]) + weights["bias"]
+        units = self.units
+        if self.cell == "lstm":
+            i = ops.sigmoid(z[:, :units])
+            f = ops.sigmoid(z[:, units : 2 * units])
+            g = ops.tanh(z[:, 2 * units : 3 * units])
+            o = ops.sigmoid(z[:, 3 * units :])
+            c = f * state[1] + i * g
+            h = o * ops.tanh(c)
+            new_state = (h, c)
+        elif self.cell == "gru":
+            gates = ops.sigmoid(z[:, : 2 * units])
+            update, reset = gates[:, :units], gates[:, units:]
+            candidate = ops.tanh(z[:, 2 * units : 3 * units] + reset * z[:, 3 * units :])
+            h = update * h_prev + (1.0 - update) * candidate
+            new_state = (h,)
+        else:
+            h = ops.tanh(z)
+            new_state = (h,)
+
+        trace = ()
+        if self.memory is not None:
+            k = self.n_ends
+            heads = ops.matmul(h, weights["head_kernel"]) + weights["head_bias"]
+            push = ops.sigmoid(heads[:, :k])
+            pop = ops.sigmoid(heads[:, k : 2 * k])
+            value = ops.reshape(ops.tanh(heads[:, 2 * k :]), (-1, k, self.memory_width))
+            values, strengths, read = memory_step(
+                self.memory, state[-3], state[-2], push, pop, value, step
+            )
+            new_state = (*new_state, values, strengths, read)
+            trace = (push, pop, strengths, read)
+
+        if active is not None:
+            new_state = tuple(
+                ops.where(ops.reshape(active, (-1,) + (1,) * (len(new.shape) - 1)), new, old)
+                for new, old in zip(new_state, state, strict=True)
+            )
+        return new_state, trace
+
+    def run(self, state, inputs, weights, mask=None, first_step=0, return_traces=False):
+        """Run :meth:`step` over a whole sequence in one compiled loop.
+
+        Parameters
+        ----------
+        state : tuple of tensors
+            Initial state, from :meth:`get_initial_state` sized for at least
+            ``first_step + steps`` steps.
+        inputs : tensor of shape (batch, steps, features)
+            Embedded tokens.
+        weights : dict of tensors
+            As returned by :meth:`step_weights`.
+        mask : bool tensor of shape (batch, steps), optional
+            Steps that count (see :meth:`step`).
+        first_step : int or scalar int tensor, default=0
+            Index of the first step (memory slot of its push).
+        return_traces : bool, default=False
+            Whether to collect the per-step memory traces.
+
+        Returns
+        -------
+        state : tuple of tensors
+            The state after the last step.
+        outputs : list of tensors
+            The hidden states (batch, steps, units), followed with ``return_traces`` by
+            the push and pop strengths, memory strengths and read vectors, each with
+            the step as second axis.
+        """
+        batch_size = ops.shape(inputs)[0]
+        n_steps = inputs.shape[1]
+        if n_steps is None:
+            n_steps = ops.shape(inputs)[1]
+        time_major = ops.transpose(inputs, (1, 0, 2))
+        active = None if mask is None else ops.transpose(ops.cast(mask, "bool"), (1, 0))
+        dtype = self.compute_dtype
+        sizes = [self.units]
+        if return_traces and self.memory is not None:
+            n_slots = ops.shape(state[-2])[1]
+            sizes += [self.n_ends, self.n_ends, n_slots, self.read_size]
+        outputs = tuple(ops.zeros((n_steps, batch_size, size), dtype=dtype) for size in sizes)
+
+        def keep_going(t, state, outputs):
+            return t < n_steps
+
+        def body(t, state, outputs):
+            state = self._truncate(state, first_step + t)
+            step_active = None if active is None else active[t]
+            new_state, trace = self.step(
+                state, time_major[t], first_step + t, weights, active=step_active
+            )
+            produced = (new_state[0], *trace)
+            outputs = tuple(
+                _write_step(buffer, t, value)
+                for buffer, value in zip(outputs, produced, strict=False)
+            )
+            return t + 1, new_state, outputs
+
+        # ``maximum_iterations`` keeps the loop differentiable under XLA compilation.
+        _, state, outputs = ops.while_loop(
+            keep_going,
+            body,
+            (ops.convert_to_tensor(0, dtype="int32"), state, outputs),
+            maximum_iterations=n_steps,
+        )
+        return state, [ops.transpose(value, (1, 0, 2)) for value in outputs]
+
+    def _truncate(self, state, step):
+        """Stop gradients through the recurrent state every ``state_bptt_steps + 1`` steps."""
+        if self.state_bptt_steps is None:
+            return state
+        n_recurrent = 2 if self.cell == "lstm" else 1
+        recurrent = tuple(ops.stop_gradient(x) for x in state[:n_recurrent])
+        if self.state_bptt_steps > 0:
+            cut = ops.equal(ops.mod(step, self.state_bptt_steps + 1), 0)
+            recurrent = tuple(
+                ops.where(cut, stopped, x)
+                for stopped, x in zip(recurrent, state[:n_recurrent], strict=True)
+            )
+        return recurrent + tuple(state[n_recurrent:])
+
+    def call(self, inputs, mask=None, return_traces=False):
+        n_steps = ops.shape(inputs)[1]
+        state = self.get_initial_state(ops.shape(inputs)[0], n_steps)
+        _, outputs = self.run(
+            state, inputs, self.step_weights(), mask=mask, return_traces=return_traces
+        )
+        if not return_traces:
+            return outputs[0]
+        names = ("push", "pop", "strengths", "read")
+        return outputs[0], dict(zip(names, outputs[1:], strict=False))
+
+    def compute_mask(self, inputs, mask=None):
+        return mask
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            units=self.units,
+            memory=self.memory,
+            cell=self.cell,
+            memory_width=self.memory_width,
+            pop_bias=self.pop_bias,
+            push_bias=self.push_bias,
+            state_bptt_steps=self.state_bptt_steps,
+        )
+        return config
+
+
+def _write_step(buffer, step, value):
+    """Write ``value`` at time ``step`` of a time-major buffer (differentiably)."""
+    n_steps = ops.shape(buffer)[0]
+    here = ops.equal(ops.arange(n_steps, dtype="int32"), ops.cast(step, "int32"))
+    here = ops.reshape(here, (-1,) + (1,) * len(value.shape))
+    return ops.where(here, ops.expand_dims(value, 0), buffer)

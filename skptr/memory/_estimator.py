@@ -1,0 +1,573 @@
+"""NeuralStackTransducer: sequence transduction with a differentiable stack, queue or deque."""
+
+from __future__ import annotations
+
+import math
+import weakref
+from numbers import Integral, Real
+from typing import ClassVar
+
+import keras
+import numpy as np
+from keras import ops
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from .._base import SequenceEstimatorBase
+from ..metrics import fine_accuracy
+from ._network import PAD, SEPARATOR, UNKNOWN, GreedyDecoder, TransducerNetwork
+from ._tokens import (
+    check_token_sequences,
+    decode_tokens,
+    encode_tokens,
+    learn_vocabulary,
+    sequence_kind,
+)
+
+__all__ = ["NeuralStackTransducer"]
+
+# Compiled inference models per trained network, kept outside the estimator so that
+# predict leaves the estimator's __dict__ unchanged; entries die with their network.
+_INFERENCE = weakref.WeakKeyDictionary()
+
+# Input token ``j`` has stream id ``_FIRST_INPUT_ID + j``.
+_FIRST_INPUT_ID = 3
+# Below this many gradient steps, XLA compilation costs more time than it saves.
+_JIT_MIN_STEPS = 400
+# Curriculum: the mean per-token training loss under which longer sequences are
+# admitted, and the number of epochs after which they are admitted anyway.
+_CURRICULUM_LOSS = 0.05
+_CURRICULUM_PATIENCE = 4
+_CURRICULUM_STAGES = 4
+
+
+class NeuralStackTransducer(SequenceEstimatorBase):
+    """Recurrent transducer with a differentiable stack, queue or double-ended queue.
+
+    A recurrent controller reads the source sequence, a separator, and then writes the
+    target token by token until an end token. At every step it also pushes a vector
+    onto an unbounded differentiable memory and pops from it, with strengths in
+    [0, 1], and reads back a vector for the next step (Grefenstette, Hermann, Suleyman
+    and Blunsom 2015). With the right memory the network learns algorithms such as
+    reversing (stack) or copying (queue) its input, and then applies them to longer
+    sequences than any seen in training: the memory grows with the input.
+
+    Parameters
+    ----------
+    memory : {"stack", "queue", "deque"} or None, default="stack"
+        The memory; ``None`` gives a plain recurrent transducer with everything else
+        identical, as a baseline.
+    cell : {"lstm", "gru", "rnn"}, default="lstm"
+        The controller's recurrent cell.
+    hidden_size : int, default=64
+        Size of the controller's recurrent state.
+    embedding_dim : int, default=16
+        Size of the token embeddings.
+    memory_width : int, default=32
+        Width of the vectors pushed onto the memory.
+    pop_bias : float, default=-1.0
+        Initial bias of the pop strength before its sigmoid (the paper's appendix B
+        sets it to -1 so that young controllers do not empty their memory).
+    push_bias : float, default=0.0
+        Initial bias of the push strength before its sigmoid.
+    state_bptt_steps : int, "auto" or None, default="auto"
+        How many steps back gradients flow through the controller's own recurrent
+        state; gradients through the memory are never truncated. Small values leave
+        the memory as the only way to learn long-range dependencies, which is what
+        makes the network generalise to longer inputs instead of memorising short
+        ones in its state. ``None`` is full backpropagation through time; ``"auto"``
+        is 0 with a memory and ``None`` without one.
+    curriculum : bool, default=True
+        Start training on the shortest sources (about a quarter of the length range)
+        and admit longer ones, in a few stages, whenever the training loss per token
+        drops below 0.05 (or after 4 epochs at a stage).
+    handle_unknown : {"error", "ignore"}, default="error"
+        What ``predict`` does with an input token not seen in ``fit``: raise a
+        ``ValueError`` naming the sample and the token, or map it to a reserved
+        unknown token.
+    max_output_length : int or None, default=None
+        Maximum number of tokens ``predict`` produces per sequence. ``None`` allows
+        ``2 * r * n + 10`` tokens for a source of ``n`` tokens, ``r`` being the largest
+        target-to-source length ratio seen in ``fit``.
+    epochs : int, default=40
+        Passes over the training data (an epoch is ``ceil(n_samples / batch_size)``
+        gradient steps, also during a curriculum).
+    batch_size : int, default=32
+        Sequences per gradient step.
+    learning_rate : float, default=0.01
+        Step size of the Adam optimiser.
+    clipnorm : float or None, default=1.0
+        Maximum gradient norm.
+    validation_fraction : float, default=0.0
+        Share of the training data held out to report ``val_loss`` each epoch.
+    early_stopping : bool, default=False
+        Stop when the monitored loss stops improving and restore the best weights.
+    n_iter_no_change : int, default=5
+        Patience of early stopping, in epochs.
+    random_state : int, RandomState instance or None, default=None
+        Seeds initialisation, batching, the curriculum and the validation split; with
+        an int, CPU runs are repeatable.
+    verbose : int, default=0
+        0 is silent, 1 shows a progress bar, 2 prints one line per epoch.
+    warm_start : bool, default=False
+        Continue training the existing network on the next ``fit``.
+    callbacks : list of keras.callbacks.Callback, default=None
+        Extra Keras callbacks for training.
+
+    Attributes
+    ----------
+    network_ : keras.Model
+        The trained network (teacher-forced training graph).
+    input_vocabulary_ : ndarray of shape (n_input_tokens,), dtype object
+        Source tokens seen in ``fit``, sorted when they can be compared.
+    output_vocabulary_ : ndarray of shape (n_output_tokens,), dtype object
+        Target tokens seen in ``fit``.
+    history_ : dict of list of float
+        Per-epoch ``loss`` (mean cross-entropy per target token, end token included),
+        ``val_loss`` with a validation split, and ``max_length``, the longest source
+        length admitted by the curriculum.
+    n_iter_ : int
+        Number of epochs trained.
+
+    See Also
+    --------
+    skptr.datasets.make_transduction : the paper's transduction tasks.
+    skptr.metrics.fine_accuracy : the score of this estimator.
+
+    Notes
+    -----
+    Training uses teacher forcing: the network reads the source, the separator and the
+    true target, and the loss is the cross-entropy of each target token and of the end
+    token given everything before it (source tokens carry no loss). ``predict`` decodes
+    greedily, all sequences of a batch at once, in one compiled loop that stops when
+    every sequence has produced its end token.
+
+    Examples
+    --------
+    >>> from skptr import NeuralStackTransducer
+    >>> from skptr.datasets import make_transduction
+    >>> X, y = make_transduction("reversal", n_samples=200, min_length=1, max_length=4,
+    ...                          vocab_size=2, random_state=0)
+    >>> est = NeuralStackTransducer(epochs=2, random_state=0).fit(X, y)
+    >>> est.predict(["abab"]).shape
+    (1,)
+    """
+
+    _parameter_constraints: ClassVar[dict] = {
+        **SequenceEstimatorBase._parameter_constraints,
+        "memory": [StrOptions({"stack", "queue", "deque"}), None],
+        "cell": [StrOptions({"lstm", "gru", "rnn"})],
+        "hidden_size": [Interval(Integral, 1, None, closed="left")],
+        "embedding_dim": [Interval(Integral, 1, None, closed="left")],
+        "memory_width": [Interval(Integral, 1, None, closed="left")],
+        "pop_bias": [Real],
+        "push_bias": [Real],
+        "state_bptt_steps": [
+            Interval(Integral, 0, None, closed="left"),
+            StrOptions({"auto"}),
+            None,
+        ],
+        "curriculum": ["boolean"],
+        "handle_unknown": [StrOptions({"error", "ignore"})],
+        "max_output_length": [Interval(Integral, 1, None, closed="left"), None],
+    }
+
+    def __init__(
+        self,
+        memory="stack",
+        cell="lstm",
+        hidden_size=64,
+        embedding_dim=16,
+        memory_width=32,
+        pop_bias=-1.0,
+        push_bias=0.0,
+        state_bptt_steps="auto",
+        curriculum=True,
+        handle_unknown="error",
+        max_output_length=None,
+        epochs=40,
+        batch_size=32,
+        learning_rate=0.01,
+        clipnorm=1.0,
+        validation_fraction=0.0,
+        early_stopping=False,
+        n_iter_no_change=5,
+        random_state=None,
+        verbose=0,
+        warm_start=False,
+        callbacks=None,
+    ):
+        self.memory = memory
+        self.cell = cell
+        self.hidden_size = hidden_size
+        self.embedding_dim = embedding_dim
+        self.memory_width = memory_width
+        self.pop_bias = pop_bias
+        self.push_bias = push_bias
+        self.state_bptt_steps = state_bptt_steps
+        self.curriculum = curriculum
+        self.handle_unknown = handle_unknown
+        self.max_output_length = max_output_length
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.clipnorm = clipnorm
+        self.validation_fraction = validation_fraction
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.random_state = random_state
+        self.verbose = verbose
+        self.warm_start = warm_start
+        self.callbacks = callbacks
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = True
+        tags.input_tags.three_d_array = False
+        tags.input_tags.string = True
+        tags.target_tags.single_output = False
+        tags.target_tags.multi_output = True
+        return tags
+
+    # ------------------------------------------------------------ base hooks
+    def _prepare_training_data(self, X, y, reset):
+        sources, _ = check_token_sequences(X, "X")
+        targets, target_samples = check_token_sequences(y, "y")
+        if len(sources) != len(targets):
+            raise ValueError(
+                f"X and y have different numbers of samples: {len(sources)} and {len(targets)}."
+            )
+        if reset:
+            self.input_vocabulary_ = learn_vocabulary(sources)
+            self.output_vocabulary_ = learn_vocabulary(targets)
+            self._target_kind, self._target_dtype = sequence_kind(target_samples)
+            self._max_target_ratio = max(
+                len(t) / max(len(s), 1) for s, t in zip(sources, targets, strict=True)
+            )
+        where = "the first fit (warm_start=True keeps its vocabulary)"
+        source_ids = encode_tokens(sources, self.input_vocabulary_, name="X", where=where)
+        target_ids = encode_tokens(targets, self.output_vocabulary_, name="y", where=where)
+        streams, labels = self._training_streams(source_ids, target_ids)
+        lengths = np.fromiter((len(s) for s in source_ids), dtype=np.int32, count=len(sources))
+        return {"stream": streams, "source_length": lengths}, labels
+
+    def _training_streams(self, source_ids, target_ids):
+        """Right-padded ``[source, separator, target]`` streams and their labels."""
+        n_steps = max(len(s) + 1 + len(t) for s, t in zip(source_ids, target_ids, strict=True))
+        streams = np.full((len(source_ids), n_steps), PAD, dtype=np.int32)
+        labels = np.full((len(source_ids), n_steps), -1, dtype=np.int32)
+        output_offset = _FIRST_INPUT_ID + len(self.input_vocabulary_)
+        for i, (source, target) in enumerate(zip(source_ids, target_ids, strict=True)):
+            n, m = len(source), len(target)
+            streams[i, :n] = source + _FIRST_INPUT_ID
+            streams[i, n] = SEPARATOR
+            streams[i, n + 1 : n + 1 + m] = target + output_offset
+            labels[i, n : n + m] = target + 1
+            labels[i, n + m] = 0  # the end token
+        return streams, labels
+
+    def _resolved_bptt_steps(self):
+        if self.state_bptt_steps == "auto":
+            return None if self.memory is None else 0
+        return self.state_bptt_steps
+
+    def _build_network(self):
+        network = TransducerNetwork(
+            n_input_tokens=len(self.input_vocabulary_),
+            n_output_tokens=len(self.output_vocabulary_),
+            memory=self.memory,
+            cell=self.cell,
+            hidden_size=self.hidden_size,
+            embedding_dim=self.embedding_dim,
+            memory_width=self.memory_width,
+            pop_bias=self.pop_bias,
+            push_bias=self.push_bias,
+            state_bptt_steps=self._resolved_bptt_steps(),
+        )
+        network.build()
+        return network
+
+    def _loss(self):
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=-1)
+
+    def _compile(self, run_eagerly=False):
+        n_samples = getattr(self, "_cache_n_train", 0)
+        n_steps = self.epochs * math.ceil(n_samples / self.batch_size)
+        optimizer = keras.optimizers.Adam(learning_rate=self.learning_rate, clipnorm=self.clipnorm)
+        self.network_.compile(
+            optimizer=optimizer,
+            loss=self._loss(),
+            jit_compile=bool(not run_eagerly and n_steps >= _JIT_MIN_STEPS),
+            run_eagerly=run_eagerly,
+        )
+
+    def _split_validation(self, inputs, targets, seed):
+        self._cache_n_train = len(targets)
+        return super()._split_validation(inputs, targets, seed)
+
+    def _train(self, inputs, targets, validation_data, callbacks):
+        # Drawn inside the base class's seeded block, hence repeatable.
+        seed = int(np.random.randint(2**31 - 1))  # noqa: NPY002
+        batches = _Batches(
+            inputs["stream"],
+            targets,
+            inputs["source_length"],
+            batch_size=self.batch_size,
+            seed=seed,
+            curriculum=self.curriculum,
+        )
+        if validation_data is not None:
+            validation_data = (validation_data[0]["stream"], validation_data[1])
+        history = self.network_.fit(
+            batches,
+            epochs=self.epochs,
+            validation_data=validation_data,
+            callbacks=[_CurriculumCallback(batches), *callbacks],
+            verbose=min(int(self.verbose), 2),
+        )
+        return [history]
+
+    # ------------------------------------------------------------- inference
+    def _inference_models(self):
+        models = _INFERENCE.get(self.network_)
+        if models is None:
+            models = {"decoder": GreedyDecoder(self.network_), "traces": _Traces(self.network_)}
+            _INFERENCE[self.network_] = models
+        return models
+
+    def _encode_sources(self, X):
+        self._check_fitted()
+        sources, _ = check_token_sequences(X, "X")
+        unknown = -1 if self.handle_unknown == "ignore" else None
+        ids = encode_tokens(
+            sources, self.input_vocabulary_, name="X", unknown=unknown, where="fit"
+        )
+        return [np.where(s < 0, UNKNOWN, s + _FIRST_INPUT_ID).astype(np.int32) for s in ids]
+
+    def _output_limit(self, source_steps):
+        if self.max_output_length is not None:
+            return int(self.max_output_length)
+        return math.ceil(2 * self._max_target_ratio * source_steps) + 10
+
+    def _decode(self, source_ids):
+        """Greedy decoding; returns the output token ids of each sample."""
+        decoder = self._inference_models()["decoder"]
+        lengths = np.array([len(s) for s in source_ids])
+        order = np.argsort(lengths, kind="stable")
+        chunk = self._predict_batch_size()
+        outputs = [None] * len(source_ids)
+        for start in range(0, len(order), chunk):
+            members = order[start : start + chunk]
+            n_steps = max(int(lengths[members].max()), 1)
+            sources = np.full((len(members), n_steps), PAD, dtype=np.int32)
+            for row, i in enumerate(members):
+                if lengths[i]:
+                    sources[row, n_steps - lengths[i] :] = source_ids[i]
+            limit = self._output_limit(n_steps)
+            canvas = np.zeros((len(members), limit + 1), dtype=np.int32)
+            classes = np.asarray(decoder.predict_on_batch({"source": sources, "canvas": canvas}))
+            for row, i in enumerate(members):
+                ended = np.flatnonzero(classes[row] == 0)
+                stop = int(ended[0]) if ended.size else limit
+                outputs[i] = classes[row, : min(stop, limit)] - 1
+        return outputs
+
+    def predict(self, X):
+        """Transduce each input sequence.
+
+        Parameters
+        ----------
+        X : sequence of token sequences
+            Strings, lists or tuples of tokens, or 1-D arrays, of any lengths.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,), dtype object
+            One output sequence per input, of the same kind as the training targets
+            (strings for string targets, tuples for tuples, ...).
+        """
+        outputs = self._decode(self._encode_sources(X))
+        predictions = np.empty(len(outputs), dtype=object)
+        predictions[:] = [
+            decode_tokens(ids, self.output_vocabulary_, self._target_kind, self._target_dtype)
+            for ids in outputs
+        ]
+        return predictions
+
+    def score(self, X, y):
+        """Fine accuracy of the predictions (Grefenstette et al. 2015).
+
+        Parameters
+        ----------
+        X : sequence of token sequences
+            Inputs.
+        y : sequence of token sequences
+            True outputs.
+
+        Returns
+        -------
+        float
+            Mean share of each target (end token included) predicted before the first
+            error; see :func:`skptr.metrics.fine_accuracy`.
+        """
+        return fine_accuracy(y, self.predict(X))
+
+    def memory_trace(self, X):
+        """How the controller uses its memory while transducing ``X``.
+
+        The inputs are decoded greedily, as in ``predict``, and the controller is then
+        run once more over each source, separator and predicted output to record its
+        memory operations.
+
+        Parameters
+        ----------
+        X : sequence of token sequences
+            Inputs.
+
+        Returns
+        -------
+        list of dict
+            One dict per sample with keys
+
+            - ``"source"``, ``"output"``: the input tokens and the predicted tokens;
+            - ``"push"``, ``"pop"``: arrays of shape (n_steps, n_ends), the push and pop
+              strengths at every step (one column for a stack or queue; top then bottom
+              for a deque);
+            - ``"strengths"``: array of shape (n_steps, n_slots), the strength of every
+              memory slot after every step, slots ordered from the bottom (oldest end)
+              to the top; slot ``t`` holds the vector pushed at step ``t`` (for the
+              deque, the first half holds the bottom pushes, latest first, the second
+              half the top pushes);
+            - ``"read"``: array of shape (n_steps, n_ends * memory_width), the read
+              vector after every step.
+
+            Steps are the source tokens, the separator, and the predicted tokens fed
+            back: step ``len(source) + j`` produces output token ``j`` (the end token
+            for ``j = len(output)``), so ``n_steps = len(source) + len(output) + 1``.
+
+        Raises
+        ------
+        ValueError
+            If the estimator has no memory (``memory=None``).
+        """
+        if self.memory is None:
+            raise ValueError("memory=None: this estimator has no memory to trace.")
+        source_ids = self._encode_sources(X)
+        output_ids = self._decode(source_ids)
+        sources, _ = check_token_sequences(X, "X")
+        output_offset = _FIRST_INPUT_ID + len(self.input_vocabulary_)
+        streams = [
+            np.concatenate([s, [SEPARATOR], o + output_offset]).astype(np.int32)
+            for s, o in zip(source_ids, output_ids, strict=True)
+        ]
+        n_steps = max(len(s) for s in streams)
+        padded = np.full((len(streams), n_steps), PAD, dtype=np.int32)
+        for i, stream in enumerate(streams):
+            padded[i, n_steps - len(stream) :] = stream
+        traces = self._inference_models()["traces"].predict_on_batch(padded)
+        traces = {key: np.asarray(value) for key, value in traces.items()}
+        deque = self.memory == "deque"
+        results = []
+        for i, stream in enumerate(streams):
+            first = n_steps - len(stream)
+            strengths = traces["strengths"][i, first:]
+            if deque:
+                strengths = np.concatenate(
+                    [strengths[:, : n_steps - first], strengths[:, n_steps + first :]], axis=1
+                )
+            else:
+                strengths = strengths[:, first:]
+            results.append(
+                {
+                    "source": sources[i],
+                    "output": [self.output_vocabulary_[j] for j in output_ids[i]],
+                    "push": traces["push"][i, first:],
+                    "pop": traces["pop"][i, first:],
+                    "strengths": strengths,
+                    "read": traces["read"][i, first:],
+                }
+            )
+        return results
+
+
+class _Batches(keras.utils.PyDataset):
+    """Full, shuffled training batches, optionally restricted by a length curriculum.
+
+    Every epoch has ``ceil(n_samples / batch_size)`` batches of exactly ``batch_size``
+    sequences (cycling through the admitted samples), so the compiled training step
+    sees a single shape.
+    """
+
+    def __init__(self, streams, labels, lengths, batch_size, seed, curriculum):
+        super().__init__()
+        self.streams = streams
+        self.labels = labels
+        self.lengths = lengths
+        self.batch_size = int(batch_size)
+        self.n_batches = max(1, math.ceil(len(streams) / self.batch_size))
+        self.random = np.random.RandomState(seed)
+        distinct = np.unique(lengths)
+        if curriculum and len(distinct) > 1:
+            # The shortest quarter of the length range first, then the rest in stages.
+            low, high = int(distinct[0]), int(distinct[-1])
+            limits = np.linspace(low + (high - low) / 4, high, _CURRICULUM_STAGES)
+            self.limits = sorted({int(np.ceil(x)) for x in limits})
+        else:
+            self.limits = [int(distinct[-1])]
+        self.stage = 0
+        self.epochs_in_stage = 0
+        self._shuffle()
+
+    @property
+    def max_length(self):
+        """Longest source length currently admitted."""
+        return self.limits[self.stage]
+
+    def advance(self, loss):
+        """End an epoch: admit longer sequences if the loss is low enough or the stage
+        has lasted long enough, and reshuffle."""
+        self.epochs_in_stage += 1
+        if self.stage + 1 < len(self.limits) and (
+            loss < _CURRICULUM_LOSS or self.epochs_in_stage >= _CURRICULUM_PATIENCE
+        ):
+            self.stage += 1
+            self.epochs_in_stage = 0
+        self._shuffle()
+
+    def _shuffle(self):
+        admitted = np.flatnonzero(self.lengths <= self.max_length)
+        needed = self.n_batches * self.batch_size
+        rounds = [self.random.permutation(admitted) for _ in range(-(-needed // len(admitted)))]
+        self.order = np.concatenate(rounds)[:needed]
+
+    def __len__(self):
+        return self.n_batches
+
+    def __getitem__(self, index):
+        members = self.order[index * self.batch_size : (index + 1) * self.batch_size]
+        return self.streams[members], self.labels[members]
+
+
+class _CurriculumCallback(keras.callbacks.Callback):
+    """Moves the curriculum on after each epoch and logs the admitted length."""
+
+    def __init__(self, batches):
+        super().__init__()
+        self.batches = batches
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is not None:
+            logs["max_length"] = float(self.batches.max_length)
+            self.batches.advance(float(logs.get("loss", np.inf)))
+
+
+@keras.saving.register_keras_serializable(package="skptr")
+class _Traces(keras.Model):
+    """Wraps :meth:`TransducerNetwork.traces` so that ``predict_on_batch`` compiles it."""
+
+    def __init__(self, network, **kwargs):
+        super().__init__(**kwargs)
+        self.network = network
+
+    def call(self, stream):
+        traces = self.network.traces(ops.cast(stream, "int32"))
+        return {key: traces[key] for key in ("push", "pop", "strengths", "read")}

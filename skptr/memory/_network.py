@@ -1,0 +1,243 @@
+"""The Keras network behind :class:`~skptr.memory.NeuralStackTransducer`.
+
+The network reads one *stream* of token ids per sample: the source tokens, a separator,
+then the target tokens (teacher forcing). Its output at the separator and at every
+target token is the distribution of the next target token, the end token included.
+
+Token ids in the stream:
+
+- 0: padding,
+- 1: the separator (also fed back after an end token while decoding),
+- 2: an unknown input token,
+- ``3 .. 3 + n_input_tokens - 1``: the input vocabulary,
+- ``3 + n_input_tokens ..``: the output vocabulary, fed back while producing the target.
+
+Output classes: 0 is the end token, ``1 + j`` the output token ``j``.
+"""
+
+from __future__ import annotations
+
+import keras
+from keras import layers, ops
+
+from ._controller import MemoryController
+
+__all__ = ["PAD", "SEPARATOR", "UNKNOWN", "TransducerNetwork"]
+
+PAD = 0
+SEPARATOR = 1
+UNKNOWN = 2
+_N_RESERVED = 3
+
+
+@keras.saving.register_keras_serializable(package="skptr")
+class TransducerNetwork(keras.Model):
+    """Embedding, memory controller and read-out for sequence transduction.
+
+    Parameters
+    ----------
+    n_input_tokens : int
+        Size of the input vocabulary.
+    n_output_tokens : int
+        Size of the output vocabulary (the end token excluded).
+    memory : {"stack", "queue", "deque"} or None
+        The controller's memory.
+    cell : {"lstm", "gru", "rnn"}
+        The controller's recurrent cell.
+    hidden_size : int
+        Size of the controller's recurrent state.
+    embedding_dim : int
+        Size of the token embeddings.
+    memory_width : int
+        Width of the memory vectors.
+    pop_bias, push_bias : float
+        Initial biases of the pop and push strengths.
+    state_bptt_steps : int or None
+        Truncation of the gradients through the controller's recurrent state (see
+        :class:`~skptr.memory._controller.MemoryController`).
+    **kwargs
+        Passed to :class:`keras.Model`.
+    """
+
+    def __init__(
+        self,
+        n_input_tokens,
+        n_output_tokens,
+        memory="stack",
+        cell="lstm",
+        hidden_size=64,
+        embedding_dim=16,
+        memory_width=32,
+        pop_bias=-1.0,
+        push_bias=0.0,
+        state_bptt_steps=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.n_input_tokens = int(n_input_tokens)
+        self.n_output_tokens = int(n_output_tokens)
+        self.memory = memory
+        self.cell = cell
+        self.hidden_size = int(hidden_size)
+        self.embedding_dim = int(embedding_dim)
+        self.memory_width = int(memory_width)
+        self.pop_bias = float(pop_bias)
+        self.push_bias = float(push_bias)
+        self.state_bptt_steps = state_bptt_steps
+        self.output_offset = _N_RESERVED + self.n_input_tokens
+        self.embedding = layers.Embedding(
+            self.output_offset + self.n_output_tokens, self.embedding_dim, name="embedding"
+        )
+        self.controller = MemoryController(
+            self.hidden_size,
+            memory=memory,
+            cell=cell,
+            memory_width=memory_width,
+            pop_bias=pop_bias,
+            push_bias=push_bias,
+            state_bptt_steps=state_bptt_steps,
+            name="controller",
+        )
+        self.readout = layers.Dense(self.n_output_tokens + 1, name="readout")
+
+    def build(self, input_shape=None):
+        self.embedding.build((None, None))
+        self.controller.build((None, None, self.embedding_dim))
+        self.readout.build((None, None, self.hidden_size))
+        self.built = True
+
+    def call(self, stream):
+        """Logits of the next target token at every step of the stream.
+
+        Parameters
+        ----------
+        stream : int tensor of shape (batch, steps)
+
+        Returns
+        -------
+        tensor of shape (batch, steps, n_output_tokens + 1)
+        """
+        hidden = self.controller(self.embedding(stream))
+        return self.readout(hidden)
+
+    def traces(self, stream):
+        """Hidden states and memory traces of the controller along a stream.
+
+        Parameters
+        ----------
+        stream : int tensor of shape (batch, steps)
+            Left-padded streams (padding steps leave the state unchanged).
+
+        Returns
+        -------
+        dict of tensors
+            ``logits`` and, with a memory, ``push``, ``pop``, ``strengths`` and ``read``.
+        """
+        hidden, traces = self.controller(
+            self.embedding(stream), mask=ops.not_equal(stream, PAD), return_traces=True
+        )
+        return {"logits": self.readout(hidden), **traces}
+
+    def decode(self, source, n_steps):
+        """Greedy decoding of a batch of left-padded sources.
+
+        Parameters
+        ----------
+        source : int tensor of shape (batch, source_steps)
+            Stream ids of the source tokens, padded with 0 on the left so that every
+            sample reaches the separator at the same step.
+        n_steps : int or scalar int tensor
+            Maximum number of output tokens (end token included) to produce.
+
+        Returns
+        -------
+        int tensor of shape (batch, n_steps)
+            Output classes (0 = end token); entries after a sample's end token are 0.
+        """
+        controller = self.controller
+        source = ops.cast(source, "int32")
+        batch_size, source_steps = ops.shape(source)[0], ops.shape(source)[1]
+        weights = controller.step_weights()
+        state = controller.get_initial_state(batch_size, source_steps + n_steps)
+        state, _ = controller.run(
+            state, self.embedding(source), weights, mask=ops.not_equal(source, PAD)
+        )
+        positions = ops.arange(n_steps, dtype="int32")
+        embeddings = ops.convert_to_tensor(self.embedding.embeddings)
+        readout_kernel = ops.convert_to_tensor(self.readout.kernel)
+        readout_bias = ops.convert_to_tensor(self.readout.bias)
+
+        def keep_going(i, previous, finished, produced, *state):
+            return ops.logical_and(i < n_steps, ops.logical_not(ops.all(finished)))
+
+        def produce(i, previous, finished, produced, *state):
+            step_input = ops.take(embeddings, previous, axis=0)
+            state, _ = controller.step(state, step_input, source_steps + i, weights)
+            logits = ops.matmul(state[0], readout_kernel) + readout_bias
+            token = ops.where(finished, 0, ops.cast(ops.argmax(logits, axis=-1), "int32"))
+            produced = ops.where(ops.equal(positions, i)[None, :], token[:, None], produced)
+            finished = ops.logical_or(finished, ops.equal(token, 0))
+            previous = ops.where(ops.equal(token, 0), SEPARATOR, token - 1 + self.output_offset)
+            return (i + 1, previous, finished, produced, *state)
+
+        loop_vars = (
+            ops.convert_to_tensor(0, dtype="int32"),
+            ops.full((batch_size,), SEPARATOR, dtype="int32"),
+            ops.zeros((batch_size,), dtype="bool"),
+            ops.zeros((batch_size, n_steps), dtype="int32"),
+            *state,
+        )
+        return ops.while_loop(keep_going, produce, loop_vars, maximum_iterations=n_steps)[3]
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            n_input_tokens=self.n_input_tokens,
+            n_output_tokens=self.n_output_tokens,
+            memory=self.memory,
+            cell=self.cell,
+            hidden_size=self.hidden_size,
+            embedding_dim=self.embedding_dim,
+            memory_width=self.memory_width,
+            pop_bias=self.pop_bias,
+            push_bias=self.push_bias,
+            state_bptt_steps=self.state_bptt_steps,
+        )
+        return config
+
+
+@keras.saving.register_keras_serializable(package="skptr")
+class GreedyDecoder(keras.Model):
+    """Wraps :meth:`TransducerNetwork.decode` so that ``predict`` compiles it.
+
+    Parameters
+    ----------
+    network : TransducerNetwork
+        The trained network (its layers are shared, not copied).
+    **kwargs
+        Passed to :class:`keras.Model`.
+
+    Notes
+    -----
+    Inputs are a dict with ``"source"`` (left-padded source stream ids) and ``"canvas"``,
+    an int array of shape (batch, n_steps) whose second dimension sets the maximum number
+    of output tokens (its values are ignored).
+    """
+
+    def __init__(self, network, **kwargs):
+        super().__init__(**kwargs)
+        self.network = network
+
+    def call(self, inputs):
+        return self.network.decode(inputs["source"], ops.shape(inputs["canvas"])[1])
+
+    def get_config(self):
+        config = super().get_config()
+        config["network"] = keras.saving.serialize_keras_object(self.network)
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["network"] = keras.saving.deserialize_keras_object(config["network"])
+        return cls(**config)
