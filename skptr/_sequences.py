@@ -103,6 +103,8 @@ def _split_samples(X, name):
         return list(X)
     if hasattr(X, "to_numpy") and not isinstance(X, list | tuple):
         return _split_samples(X.to_numpy(), name)
+    if hasattr(X, "__array__") and not isinstance(X, list | tuple | np.ndarray):
+        return _split_samples(np.asarray(X), name)
     try:
         samples = list(X)
     except TypeError:

@@ -15,6 +15,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from skptr import PointerNetworkOrderer
 from skptr.datasets import make_convex_hull, make_sorting
+from skptr.preprocessing import SequenceScaler
 
 PARAMS = {"hidden_size": 8, "epochs": 1, "batch_size": 32, "random_state": 0}
 
@@ -108,3 +109,10 @@ def test_clone_of_fitted_estimator_is_unfitted(data, fitted):
 def test_html_repr_links_to_the_docs(fitted):
     html = fitted._repr_html_()
     assert "skptr.readthedocs.io" in html and "skptr.PointerNetworkOrderer.html" in html
+
+
+def test_scaler_accepts_other_lengths_rejects_other_features():
+    scaler = SequenceScaler().fit(np.arange(12.0).reshape(3, 4))
+    assert scaler.transform(np.ones((2, 7))).shape == (2, 7)
+    with pytest.raises(ValueError, match="fitted with 1 features per step"):
+        scaler.transform(np.ones((2, 7, 3)))
