@@ -112,7 +112,7 @@ def test_sklearn_check(estimator, check):
     name = _check_name(check)
     expected_failures = EXPECTED_FAILED_CHECKS[type(estimator).__name__]
     if name in expected_failures and name not in FLAKY_IN_FLOAT32:
-        with pytest.raises((AssertionError, ValueError)):
+        with pytest.raises(Exception):  # noqa: B017 - any failure of the check
             check(estimator)
         return
     try:
