@@ -565,6 +565,7 @@ class _Traces(keras.Model):
     """Wraps :meth:`TransducerNetwork.traces` so that ``predict_on_batch`` compiles it."""
 
     def __init__(self, network, **kwargs):
+        kwargs.setdefault("name", "memory_traces")
         super().__init__(**kwargs)
         self.network = network
 

@@ -1,0 +1,197 @@
+"""Tests of NeuralStackTransducer: the scikit-learn contract, inputs, persistence, learning."""
+
+import pickle
+
+import joblib
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV
+
+from skptr.datasets import make_transduction
+from skptr.memory import NeuralStackTransducer
+from skptr.metrics import coarse_accuracy, fine_accuracy
+
+SMALL = {"hidden_size": 16, "memory_width": 8, "embedding_dim": 8, "epochs": 2}
+
+
+@pytest.fixture(scope="module")
+def reversal_data():
+    return make_transduction(
+        "reversal", n_samples=120, min_length=1, max_length=5, vocab_size=3, random_state=0
+    )
+
+
+@pytest.fixture(scope="module")
+def fitted(reversal_data):
+    X, y = reversal_data
+    return NeuralStackTransducer(random_state=0, **SMALL).fit(X, y)
+
+
+def test_fit_predict_contract(fitted, reversal_data):
+    X, _ = reversal_data
+    assert list(fitted.input_vocabulary_) == ["a", "b", "c"]
+    assert list(fitted.output_vocabulary_) == ["a", "b", "c"]
+    predictions = fitted.predict(X[:7])
+    assert predictions.shape == (7,) and predictions.dtype == object
+    assert all(isinstance(p, str) for p in predictions)
+    assert set("".join(predictions)) <= {"a", "b", "c"}
+    assert len(fitted.history_["loss"]) == 2 == fitted.n_iter_
+    assert 0.0 <= fitted.score(X[:20], X[:20]) <= 1.0
+
+
+def test_unfitted_and_params():
+    est = NeuralStackTransducer(memory="queue", hidden_size=8)
+    assert clone(est).get_params() == est.get_params()
+    with pytest.raises(Exception, match="not fitted"):
+        est.predict(["ab"])
+    with pytest.raises(ValueError, match="memory"):
+        NeuralStackTransducer(memory="heap").fit(["ab"], ["ba"])
+
+
+@pytest.mark.parametrize(
+    ("y", "kind"),
+    [
+        ([("x", "y"), ("y",), ("x", "x", "y")], tuple),
+        ([["x", "y"], ["y"], ["x", "x", "y"]], list),
+        ([np.array([1, 2]), np.array([2]), np.array([1, 1, 2])], np.ndarray),
+    ],
+)
+def test_predictions_have_the_kind_of_the_targets(y, kind):
+    X = [(0, 1), (1,), [0, 0, 1]]
+    est = NeuralStackTransducer(random_state=0, **SMALL).fit(X, y)
+    predictions = est.predict([(1, 0), np.array([0])])
+    assert all(isinstance(p, kind) for p in predictions)
+    if kind is np.ndarray:
+        assert all(p.dtype == np.array([1]).dtype for p in predictions)
+
+
+def test_bad_inputs_name_the_sample(fitted):
+    with pytest.raises(ValueError, match=r"X\[1\].*'z'"):
+        fitted.predict(["ab", "az"])
+    with pytest.raises(ValueError, match=r"X\[0\].*unhashable"):
+        fitted.predict([["a", ["b"]]])
+    with pytest.raises(ValueError, match=r"X\[2\] is None"):
+        fitted.predict(["a", "b", None])
+    with pytest.raises(ValueError, match=r"X\[0\].*1-D"):
+        fitted.predict([np.zeros((2, 2))])
+    with pytest.raises(TypeError, match="single str"):
+        fitted.predict("abc")
+    with pytest.raises(ValueError, match="different numbers of samples"):
+        NeuralStackTransducer(**SMALL).fit(["ab", "ba"], ["ba"])
+    with pytest.raises(ValueError, match=r"y\[1\].*NaN"):
+        NeuralStackTransducer(**SMALL).fit([[1], [2]], [[1.0], [float("nan")]])
+
+
+def test_handle_unknown_ignore(reversal_data):
+    X, y = reversal_data
+    est = NeuralStackTransducer(handle_unknown="ignore", random_state=0, **SMALL).fit(X, y)
+    assert est.predict(["azq"]).shape == (1,)
+
+
+def test_max_output_length(fitted):
+    est = clone(fitted).set_params(max_output_length=2)
+    est.__dict__.update({k: v for k, v in fitted.__dict__.items() if k.endswith("_")})
+    est._target_kind, est._target_dtype = fitted._target_kind, fitted._target_dtype
+    est._max_target_ratio = fitted._max_target_ratio
+    assert all(len(p) <= 2 for p in est.predict(["abcabc", "a"]))
+
+
+def test_predicts_much_longer_inputs(fitted):
+    long_input = "abc" * 40
+    (prediction,) = fitted.predict([long_input])
+    assert isinstance(prediction, str)
+
+
+def test_same_random_state_same_model(reversal_data):
+    X, y = reversal_data
+    first = NeuralStackTransducer(random_state=3, **SMALL).fit(X, y)
+    second = NeuralStackTransducer(random_state=3, **SMALL).fit(X, y)
+    assert first.history_["loss"] == second.history_["loss"]
+    for a, b in zip(first.network_.get_weights(), second.network_.get_weights(), strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(first.predict(X[:30]), second.predict(X[:30]))
+
+
+def test_pickle_joblib_and_save_round_trips(fitted, reversal_data, tmp_path):
+    import skptr
+
+    X, _ = reversal_data
+    expected = fitted.predict(X[:40])
+    restored = [pickle.loads(pickle.dumps(fitted))]
+    joblib.dump(fitted, tmp_path / "est.joblib")
+    restored.append(joblib.load(tmp_path / "est.joblib"))
+    fitted.save(tmp_path / "est.skptr")
+    restored.append(skptr.load(tmp_path / "est.skptr"))
+    for other in restored:
+        np.testing.assert_array_equal(other.predict(X[:40]), expected)
+
+
+def test_memory_trace(fitted):
+    traces = fitted.memory_trace(["abc", "a"])
+    for trace, source in zip(traces, ["abc", "a"], strict=True):
+        n_steps = len(source) + len(trace["output"]) + 1
+        assert trace["source"] == list(source)
+        assert trace["push"].shape == trace["pop"].shape == (n_steps, 1)
+        assert trace["strengths"].shape == (n_steps, n_steps)
+        assert trace["read"].shape == (n_steps, fitted.memory_width)
+        assert np.all((trace["push"] >= 0) & (trace["push"] <= 1))
+        # Slot t is written at step t: nothing above the diagonal.
+        assert np.all(np.triu(trace["strengths"], k=1) == 0)
+    assert "".join(traces[0]["output"]) == fitted.predict(["abc"])[0]
+
+
+def test_memory_trace_deque_and_baseline(reversal_data):
+    X, y = reversal_data
+    deque = NeuralStackTransducer(memory="deque", random_state=0, **SMALL).fit(X, y)
+    (trace,) = deque.memory_trace(["ab"])
+    n_steps = 2 + len(trace["output"]) + 1
+    assert trace["push"].shape == (n_steps, 2)
+    assert trace["strengths"].shape == (n_steps, 2 * n_steps)
+    baseline = NeuralStackTransducer(memory=None, random_state=0, **SMALL).fit(X, y)
+    assert baseline.predict(["ab"]).shape == (1,)
+    with pytest.raises(ValueError, match="no memory"):
+        baseline.memory_trace(["ab"])
+
+
+def test_warm_start_keeps_training(reversal_data):
+    X, y = reversal_data
+    est = NeuralStackTransducer(warm_start=True, random_state=0, **SMALL).fit(X, y)
+    est.fit(X, y)
+    assert est.n_iter_ == 4
+    with pytest.raises(ValueError, match=r"y\[0\].*'q'"):
+        est.fit(["ab"], ["q"])
+
+
+def test_grid_search_on_strings():
+    X, y = make_transduction(
+        "copy", n_samples=60, min_length=1, max_length=4, vocab_size=2, random_state=0
+    )
+    search = GridSearchCV(NeuralStackTransducer(epochs=2), {"hidden_size": [16, 32]}, cv=2)
+    search.fit(X, y)
+    assert search.best_params_["hidden_size"] in (16, 32)
+    assert search.predict(X[:3]).shape == (3,)
+
+
+def _generalisation(task, memory, random_state, epochs):
+    X, y = make_transduction(
+        task, n_samples=2000, min_length=1, max_length=10, vocab_size=2, random_state=0
+    )
+    X_long, y_long = make_transduction(
+        task, n_samples=300, min_length=11, max_length=20, vocab_size=2, random_state=1
+    )
+    est = NeuralStackTransducer(memory=memory, epochs=epochs, random_state=random_state)
+    predictions = est.fit(X, y).predict(X_long)
+    return fine_accuracy(y_long, predictions), coarse_accuracy(y_long, predictions)
+
+
+@pytest.mark.slow
+def test_stack_learns_reversal_and_generalises():
+    fine, _ = _generalisation("reversal", "stack", random_state=0, epochs=25)
+    assert fine >= 0.95
+
+
+@pytest.mark.slow
+def test_queue_learns_copy_and_generalises():
+    fine, _ = _generalisation("copy", "queue", random_state=0, epochs=25)
+    assert fine >= 0.95
