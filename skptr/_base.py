@@ -39,6 +39,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
+from . import _backend  # noqa: F401 - configures GPU memory before first use
 from ._persistence import save as _save_estimator
 
 __all__ = ["SequenceEstimatorBase"]
