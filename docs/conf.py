@@ -1,6 +1,7 @@
 """Sphinx configuration of the skptr documentation."""
 
 import os
+import re
 import warnings
 from pathlib import Path
 
@@ -26,11 +27,27 @@ default_role = "obj"
 
 # -- API reference --------------------------------------------------------------------
 autosummary_generate = True
-autodoc_default_options = {"members": True, "inherited-members": True}
 autodoc_typehints = "none"
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_attributes_as_param_list = False
+
+# A fitted attribute in a type, as in "ndarray of shape (n_features_in_,)", would be
+# read by reStructuredText as a link target; escape the trailing underscore there.
+_FIELD = re.compile(r"^(\s*\*?\*?\w+\*?\*? : )(.*)$")
+_TRAILING_UNDERSCORE = re.compile(r"(?<=\w)_(?=[,)\s])")
+
+
+def _escape_attribute_names_in_types(app, what, name, obj, options, lines):
+    for index, line in enumerate(lines):
+        match = _FIELD.match(line)
+        if match:
+            lines[index] = match.group(1) + _TRAILING_UNDERSCORE.sub(r"\\_", match.group(2))
+
+
+def setup(app):
+    app.connect("autodoc-process-docstring", _escape_attribute_names_in_types, priority=400)
+
 
 # -- Example gallery ------------------------------------------------------------------
 # SKPTR_DOCS_EXAMPLES selects the examples to run (a regular expression matched against
