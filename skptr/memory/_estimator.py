@@ -58,7 +58,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         identical, as a baseline.
     cell : {"lstm", "gru", "rnn"}, default="lstm"
         The controller's recurrent cell.
-    hidden_size : int, default=64
+    hidden_size : int, default=32
         Size of the controller's recurrent state.
     embedding_dim : int, default=16
         Size of the token embeddings.
@@ -88,7 +88,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         Maximum number of tokens ``predict`` produces per sequence. ``None`` allows
         ``2 * r * n + 10`` tokens for a source of ``n`` tokens, ``r`` being the largest
         target-to-source length ratio seen in ``fit``.
-    epochs : int, default=40
+    epochs : int, default=20
         Passes over the training data (an epoch is ``ceil(n_samples / batch_size)``
         gradient steps, also during a curriculum).
     batch_size : int, default=32
@@ -175,7 +175,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         self,
         memory="stack",
         cell="lstm",
-        hidden_size=64,
+        hidden_size=32,
         embedding_dim=16,
         memory_width=32,
         pop_bias=-1.0,
@@ -184,7 +184,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         curriculum=True,
         handle_unknown="error",
         max_output_length=None,
-        epochs=40,
+        epochs=20,
         batch_size=32,
         learning_rate=0.01,
         clipnorm=1.0,
