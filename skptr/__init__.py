@@ -15,7 +15,11 @@ try:
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0+unknown"
 
-_LAZY = {"PointerNetworkOrderer": ".pointer", "load": "._persistence"}
+_LAZY = {
+    "PointerNetworkOrderer": ".pointer",
+    "NeuralStackTransducer": ".memory",
+    "load": "._persistence",
+}
 
 __all__ = ["__version__", *_LAZY]
 

@@ -36,8 +36,12 @@ def _sorting_demo(verbose):
 
 def demo(verbose=0):
     """Train the built-in demos and print their held-out results."""
+    from .memory._demo import run_reversal_demo
+
     start = time.perf_counter()
     _sorting_demo(verbose)
+    print()
+    run_reversal_demo(verbose)
     print(f"Total time: {time.perf_counter() - start:.1f} s")
 
 
