@@ -1,0 +1,255 @@
+"""Run skptr's benchmarks: ``python -m benchmarks [--quick] [--only SECTION ...]``.
+
+The full mode writes ``benchmarks/results/*.json``, the report
+``benchmarks/results/README.md`` with its plots, and the documentation page
+``docs/benchmarks.rst``. The quick mode (a smoke test for CI, a few minutes on two CPU
+cores) runs every section on tiny budgets and writes to ``benchmarks/results/quick/``
+only, leaving the committed results alone. Any failure exits with a nonzero status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import traceback
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+SECTIONS = (
+    "pointer_speed",
+    "transducer_speed",
+    "sklearn_overhead",
+    "sort8_curves",
+    "sort_floats",
+    "convex_hull",
+    "tsp",
+    "transduction",
+)
+
+TRANSDUCTION_TASKS = ("copy", "reversal", "bigram_flip", "svo_sov", "gender_conjugation")
+TRANSDUCTION_VOCAB = {
+    "copy": 8,
+    "reversal": 8,
+    "bigram_flip": 8,
+    "svo_sov": 24,
+    "gender_conjugation": 24,
+}
+
+
+def configuration(quick):
+    """The budgets of every section.
+
+    Parameters
+    ----------
+    quick : bool
+        Tiny budgets for the smoke test, or the full run's budgets.
+
+    Returns
+    -------
+    dict
+        Section name to its configuration.
+    """
+    if quick:
+        return {
+            "pointer_speed": {
+                "tasks": ["sort8"],
+                "hidden_sizes": [128],
+                "n_train": 1536,
+                "n_infer": 512,
+                "repeats": 2,
+                "beam_widths": [3],
+            },
+            "transducer_speed": {
+                "memories": ["stack", None],
+                "lengths": [10, 20],
+                "n_train": lambda length: 128,
+                "n_infer": 64,
+                "repeats": 2,
+            },
+            "sklearn_overhead": {
+                "n_samples": 1536,
+                "epochs": 1,
+                "repeats": 2,
+                "transducer_length": 8,
+            },
+            "sort8_curves": {"n_train": 2000, "epochs": 2, "hidden_size": 32},
+            "sort_floats": {"sizes": [5], "n_train": 1500, "epochs": 2, "hidden_size": 32},
+            "convex_hull": {
+                "train_points": [5, 10],
+                "test_sizes": [5, 10],
+                "n_train": 1500,
+                "epochs": 2,
+                "hidden_size": 32,
+            },
+            "tsp": {
+                "sizes": [5],
+                "n_train": 1500,
+                "epochs": 2,
+                "hidden_size": 32,
+                "beam_width": 3,
+            },
+            "transduction": {
+                "tasks": ["reversal"],
+                "memories": ["stack"],
+                "seeds": [0],
+                "train_lengths": [3, 6],
+                "test_lengths": [7, 12],
+                "vocab_sizes": TRANSDUCTION_VOCAB,
+                "n_train": 128,
+                "epochs": 2,
+                "hidden_size": 32,
+            },
+        }
+    return {
+        "pointer_speed": {
+            "tasks": ["sort8", "hull10", "tsp10"],
+            "hidden_sizes": [128, 256],
+            "n_train": 1536,
+            "n_infer": 1024,
+            "repeats": 3,
+            "beam_widths": [3, 5],
+        },
+        "transducer_speed": {
+            "memories": ["stack", "queue", "deque", None],
+            "lengths": [10, 32, 64, 128],
+            "n_train": lambda length: max(64, min(512, 8192 // length)),
+            "n_infer": 128,
+            "repeats": 3,
+        },
+        "sklearn_overhead": {
+            "n_samples": 4096,
+            "epochs": 2,
+            "repeats": 3,
+            "transducer_length": 16,
+        },
+        "sort8_curves": {"n_train": 9000, "epochs": 8, "hidden_size": 64},
+        "sort_floats": {"sizes": [5, 10], "n_train": 8000, "epochs": 10, "hidden_size": 64},
+        "convex_hull": {
+            "train_points": [5, 10],
+            "test_sizes": [5, 10],
+            "n_train": 8000,
+            "epochs": 10,
+            "hidden_size": 64,
+        },
+        "tsp": {
+            "sizes": [5, 10],
+            "n_train": 8000,
+            "epochs": 10,
+            "hidden_size": 64,
+            "beam_width": 5,
+        },
+        "transduction": {
+            "tasks": list(TRANSDUCTION_TASKS),
+            "memories": ["stack", "queue", "deque", None],
+            "seeds": [0, 1, 2],
+            "train_lengths": [6, 12],
+            "test_lengths": [13, 24],
+            "vocab_sizes": TRANSDUCTION_VOCAB,
+            "n_train": 320,
+            "epochs": 12,
+            "hidden_size": 32,
+        },
+    }
+
+
+def _printable(config):
+    return {
+        key: (f"<function of the length: {[value(n) for n in (10, 32, 64, 128)]}>")
+        if callable(value)
+        else value
+        for key, value in config.items()
+    }
+
+
+def main(argv=None):
+    """Command-line entry point; returns the process exit status."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="tiny budgets (CI smoke test)")
+    parser.add_argument(
+        "--only", nargs="+", choices=SECTIONS, metavar="SECTION", help="run only these sections"
+    )
+    parser.add_argument(
+        "--report-only", action="store_true", help="rebuild the report from saved results"
+    )
+    parser.add_argument("--output", help="results folder (default: benchmarks/results[/quick])")
+    args = parser.parse_args(argv)
+
+    from . import report
+    from ._common import RESULTS_DIR, device_info, load_average, read_json, write_json
+
+    output = RESULTS_DIR / "quick" if args.quick and args.output is None else RESULTS_DIR
+    if args.output is not None:
+        from pathlib import Path
+
+        output = Path(args.output)
+    mode = "quick" if args.quick else "full"
+    start = time.perf_counter()
+
+    def log(message):
+        print(f"[{time.perf_counter() - start:7.1f} s] {message}", flush=True)
+
+    if not args.report_only:
+        from . import quality, speed
+
+        runners = {
+            "pointer_speed": speed.pointer_speed,
+            "transducer_speed": speed.transducer_speed,
+            "sklearn_overhead": speed.sklearn_overhead,
+            "sort8_curves": quality.sort8_curves,
+            "sort_floats": quality.sort_floats,
+            "convex_hull": quality.convex_hull,
+            "tsp": quality.tsp,
+            "transduction": quality.transduction,
+        }
+        config = configuration(args.quick)
+        device = device_info()
+        log(f"device: {device['cpu']} x{device['cpu_cores']}, accelerator {device['accelerator']}")
+        run = read_json(output / "run.json") or {}
+        run.update(mode=mode, device=device, sections=run.get("sections", {}))
+        failed = []
+        for name in args.only or SECTIONS:
+            log(f"--- {name}")
+            section_start = time.perf_counter()
+            load_before = load_average()
+            try:
+                results = runners[name](config[name], log)
+            except Exception:
+                traceback.print_exc()
+                failed.append(name)
+                continue
+            seconds = time.perf_counter() - section_start
+            write_json(
+                output / f"{name}.json",
+                {
+                    "section": name,
+                    "mode": mode,
+                    "config": _printable(config[name]),
+                    "wall_s": seconds,
+                    "load_average_before": load_before,
+                    "load_average_after": load_average(),
+                    "device": device,
+                    "results": results,
+                },
+            )
+            run["sections"][name] = {
+                "wall_s": seconds,
+                "finished": time.strftime("%Y-%m-%d %H:%M"),
+            }
+            log(f"{name} done in {seconds:.0f} s")
+        run["wall_s"] = time.perf_counter() - start
+        run["load_average_end"] = load_average()
+        write_json(output / "run.json", run)
+        if failed:
+            log(f"FAILED: {', '.join(failed)}")
+            return 1
+    written = report.write_report(output, docs=not args.quick and args.output is None)
+    log("wrote " + ", ".join(str(p) for p in written))
+    log(f"total {time.perf_counter() - start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

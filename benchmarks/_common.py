@@ -1,0 +1,151 @@
+"""Shared helpers of the benchmarks: the device record, timers and result files."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+__all__ = [
+    "RESULTS_DIR",
+    "BenchmarkError",
+    "Stopwatch",
+    "check",
+    "device_info",
+    "load_average",
+    "median_rate",
+    "read_json",
+    "write_json",
+]
+
+RESULTS_DIR = Path(__file__).parent / "results"
+
+
+class BenchmarkError(RuntimeError):
+    """A benchmark produced an impossible result (a broken estimator, not a slow one)."""
+
+
+def check(condition, message):
+    """Raise :class:`BenchmarkError` with ``message`` unless ``condition`` holds.
+
+    Parameters
+    ----------
+    condition : bool
+        What must be true.
+    message : str
+        What went wrong, for the log.
+    """
+    if not condition:
+        raise BenchmarkError(message)
+
+
+def _cpu_model():
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def load_average():
+    """The 1-minute load average of the machine, or None where it is unknown."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:  # pragma: no cover - Windows
+        return None
+
+
+def device_info():
+    """Describe the machine and the software the benchmarks run on.
+
+    Returns
+    -------
+    dict
+        CPU model, logical core count, GPUs seen by TensorFlow, the load average, and
+        the versions of Python, TensorFlow, Keras, scikit-learn, NumPy and skptr.
+    """
+    import keras
+    import sklearn
+    import tensorflow as tf
+
+    import skptr
+
+    gpus = []
+    for gpu in tf.config.list_physical_devices("GPU"):
+        details = tf.config.experimental.get_device_details(gpu)
+        gpus.append(details.get("device_name", gpu.name))
+    return {
+        "cpu": _cpu_model(),
+        "cpu_cores": os.cpu_count(),
+        "gpus": gpus,
+        "accelerator": gpus[0] if gpus else "none (CPU only)",
+        "load_average_1min": load_average(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "tensorflow": tf.__version__,
+        "keras": keras.__version__,
+        "keras_backend": keras.backend.backend(),
+        "scikit-learn": sklearn.__version__,
+        "numpy": np.__version__,
+        "skptr": skptr.__version__,
+    }
+
+
+class Stopwatch:
+    """Context manager measuring wall time in seconds (``elapsed``)."""
+
+    def __enter__(self):
+        self.start = time.perf_counter()
+        self.elapsed = None
+        return self
+
+    def __exit__(self, *exc):
+        self.elapsed = time.perf_counter() - self.start
+        return False
+
+
+def median_rate(n_items, seconds):
+    """Median items per second over repeated timings.
+
+    Parameters
+    ----------
+    n_items : int
+        Items processed in each timed repeat.
+    seconds : list of float
+        Durations of the repeats.
+
+    Returns
+    -------
+    float
+        ``n_items`` divided by the median duration.
+    """
+    check(len(seconds) > 0 and min(seconds) > 0, f"invalid timings {seconds}")
+    return n_items / statistics.median(seconds)
+
+
+def write_json(path, data):
+    """Write ``data`` as indented JSON, creating the folder."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1, default=_plain) + "\n")
+
+
+def read_json(path):
+    """Read a JSON result file, or None when it does not exist."""
+    path = Path(path)
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _plain(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"cannot write {type(value).__name__} to JSON")

@@ -1,0 +1,373 @@
+"""Quality benchmarks: the tasks of the papers, with their metrics and label formats.
+
+Every row records its training budget (training sequences, epochs, model size and the
+wall time of training and evaluation), because a CPU budget is far smaller than the
+papers' (the pointer network paper trains on a million examples per task).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.spatial import ConvexHull, QhullError
+
+from skptr import PointerNetworkOrderer
+from skptr.datasets import make_convex_hull, make_sorting, make_transduction, make_tsp
+from skptr.metrics import (
+    coarse_accuracy,
+    fine_accuracy,
+    position_accuracy,
+    sequence_accuracy,
+    tour_length,
+)
+
+from ._common import Stopwatch, check
+from ._reference import ReferenceGreedyDecoder, build_reference
+from .speed import _transducer_class
+
+__all__ = [
+    "convex_hull",
+    "hull_area_coverage",
+    "sort8_curves",
+    "sort_floats",
+    "transduction",
+    "tsp",
+]
+
+
+def _pointer(config, **params):
+    params = {
+        "hidden_size": config["hidden_size"],
+        "epochs": config["epochs"],
+        "batch_size": 128,
+        "random_state": 0,
+        **params,
+    }
+    return PointerNetworkOrderer(**params)
+
+
+def _budget(n_train, epochs, hidden_size, seconds, **extra):
+    return {
+        "n_train": int(n_train),
+        "epochs": int(epochs),
+        "hidden_size": int(hidden_size),
+        "wall_s": round(float(seconds), 1),
+        **extra,
+    }
+
+
+def sort8_curves(config, log):
+    """Per-epoch held-out accuracy on the seed task for three decoders.
+
+    Eight digits in 0..9 sorted in descending order, ``make_sorting(10_000, 8,
+    random_state=0)``: the first ``n_train`` sequences train, the last 1000 test. After
+    every epoch each model decodes the test set greedily; position accuracy counts an
+    output position as right when it holds the right *value* (ties are
+    interchangeable), as in the seed.
+
+    Parameters
+    ----------
+    config : dict
+        ``n_train``, ``epochs``, ``hidden_size``.
+    log : callable
+        Progress printer.
+
+    Returns
+    -------
+    dict
+        ``curves``: model name to per-epoch lists; ``budget``.
+    """
+    X, y = make_sorting(10_000, 8, random_state=0)
+    X_train, y_train = X[: config["n_train"]], y[: config["n_train"]]
+    X_test, y_test = X[-1000:], y[-1000:]
+    hidden = config["hidden_size"]
+    curves = {}
+
+    est = _pointer(config, epochs=1, warm_start=True)
+    curve = _new_curve()
+    for _ in range(config["epochs"]):
+        with Stopwatch() as watch:
+            est.fit(X_train, y_train)
+        _record(curve, watch.elapsed, y_test, est.predict(X_test), X_test)
+    curves["pointer"] = curve
+
+    inputs, targets = est._prepare_training_data(X_train, y_train, reset=False)
+    test_inputs = {"values": X_test[:, :, None], "lengths": np.full(len(X_test), 8, np.int32)}
+    for name, attention in (("lstm_seq2seq", False), ("attention_seq2seq", True)):
+        model = build_reference(hidden, 8, 1, attention=attention)
+        decoder = ReferenceGreedyDecoder(model, 8)
+        curve = _new_curve()
+        for _ in range(config["epochs"]):
+            with Stopwatch() as watch:
+                model.fit(inputs, targets, batch_size=128, epochs=1, shuffle=True, verbose=0)
+            prediction = np.asarray(decoder.predict(test_inputs, batch_size=256, verbose=0))
+            _record(curve, watch.elapsed, y_test, prediction, X_test)
+        curves[name] = curve
+    for name, curve in curves.items():
+        log(
+            f"sort-8 {name}: position accuracy {curve['position_accuracy'][-1]:.3f}, "
+            f"sequence accuracy {curve['sequence_accuracy'][-1]:.3f} after "
+            f"{config['epochs']} epochs ({sum(curve['train_s']):.0f} s)"
+        )
+    check(
+        curves["pointer"]["position_accuracy"][-1] > 0.3,
+        "sort-8: the pointer network learned nothing",
+    )
+    wall = sum(sum(c["train_s"]) for c in curves.values())
+    return {
+        "curves": curves,
+        "budget": _budget(config["n_train"], config["epochs"], hidden, wall, n_test=1000),
+    }
+
+
+def _new_curve():
+    return {"position_accuracy": [], "sequence_accuracy": [], "train_s": []}
+
+
+def _record(curve, seconds, y_true, y_pred, X):
+    curve["train_s"].append(seconds)
+    curve["position_accuracy"].append(float(position_accuracy(y_true, y_pred, X=X)))
+    curve["sequence_accuracy"].append(float(sequence_accuracy(y_true, y_pred, X=X)))
+
+
+def sort_floats(config, log):
+    """Whole-sequence accuracy on sorting N floats from U[0, 1] (Vinyals et al. 2016).
+
+    Parameters
+    ----------
+    config : dict
+        ``sizes``, ``n_train``, ``epochs``, ``hidden_size``.
+    log : callable
+        Progress printer.
+
+    Returns
+    -------
+    list of dict
+        One row per N.
+    """
+    rows = []
+    for size in config["sizes"]:
+        X, y = make_sorting(
+            config["n_train"] + 1000, size, kind="float", descending=False, random_state=size
+        )
+        est = _pointer(config)
+        with Stopwatch() as watch:
+            est.fit(X[:-1000], y[:-1000])
+            prediction = est.predict(X[-1000:])
+        row = {
+            "n": size,
+            "sequence_accuracy": float(sequence_accuracy(y[-1000:], prediction)),
+            "position_accuracy": float(position_accuracy(y[-1000:], prediction)),
+            "budget": _budget(
+                config["n_train"], config["epochs"], config["hidden_size"], watch.elapsed
+            ),
+        }
+        log(f"sort {size} floats: sequence accuracy {row['sequence_accuracy']:.3f}")
+        rows.append(row)
+    return rows
+
+
+def hull_area_coverage(X, predictions):
+    """Area of each predicted polygon's convex hull over the area of the true hull.
+
+    Parameters
+    ----------
+    X : sequence of (n_i, 2) arrays
+        Point sets.
+    predictions : array-like
+        Predicted vertex indices per set, padded with -1.
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+        Coverage in [0, 1]; 0 when fewer than three (or collinear) points are predicted.
+    """
+    coverage = np.zeros(len(X))
+    for i, (points, row) in enumerate(zip(X, predictions, strict=True)):
+        chosen = np.asarray(row)[np.asarray(row) >= 0]
+        if len(chosen) < 3:
+            continue
+        try:
+            coverage[i] = ConvexHull(points[chosen]).volume / ConvexHull(points).volume
+        except QhullError:
+            coverage[i] = 0.0
+    return coverage
+
+
+def convex_hull(config, log):
+    """Exact polygon accuracy and area coverage of planar convex hulls.
+
+    One model is trained on point sets of ``n_points`` (a range, as the paper's 5..50)
+    and tested on sets of each size in ``test_sizes``. A prediction is exact when it
+    lists the hull vertices counter-clockwise from the lowest index, the label format
+    of Vinyals et al. (2015).
+
+    Parameters
+    ----------
+    config : dict
+        ``train_points`` (min, max), ``test_sizes``, ``n_train``, ``epochs``,
+        ``hidden_size``.
+    log : callable
+        Progress printer.
+
+    Returns
+    -------
+    list of dict
+        One row per test size.
+    """
+    X, y = make_convex_hull(
+        config["n_train"], n_points=tuple(config["train_points"]), random_state=2
+    )
+    est = _pointer(config)
+    with Stopwatch() as watch:
+        est.fit(X, y)
+    rows = []
+    for size in config["test_sizes"]:
+        X_test, y_test = make_convex_hull(1000, n_points=size, random_state=100 + size)
+        with Stopwatch() as predict_watch:
+            prediction = est.predict(X_test)
+        exact = np.mean(
+            [
+                np.array_equal(row[row >= 0], label)
+                for row, label in zip(prediction, y_test, strict=True)
+            ]
+        )
+        coverage = hull_area_coverage(X_test, prediction)
+        row = {
+            "n": size,
+            "exact_accuracy": float(exact),
+            "area_coverage": float(coverage.mean()),
+            "budget": _budget(
+                config["n_train"],
+                config["epochs"],
+                config["hidden_size"],
+                watch.elapsed + predict_watch.elapsed,
+                train_points=list(config["train_points"]),
+            ),
+        }
+        log(
+            f"convex hull n={size}: exact {row['exact_accuracy']:.3f}, "
+            f"area coverage {row['area_coverage']:.4f}"
+        )
+        rows.append(row)
+    return rows
+
+
+def tsp(config, log):
+    """Mean tour length of greedy and beam-search tours against the optimum.
+
+    Parameters
+    ----------
+    config : dict
+        ``sizes``, ``n_train``, ``epochs``, ``hidden_size``, ``beam_width``.
+    log : callable
+        Progress printer.
+
+    Returns
+    -------
+    list of dict
+        One row per number of cities.
+    """
+    rows = []
+    for size in config["sizes"]:
+        X, y = make_tsp(config["n_train"] + 1000, n_cities=size, random_state=size)
+        X_test, y_test = X[-1000:], y[-1000:]
+        est = _pointer(config)
+        with Stopwatch() as watch:
+            est.fit(X[:-1000], y[:-1000])
+            greedy = est.predict(X_test)
+            est.set_params(decode="beam", beam_width=config["beam_width"])
+            beam = est.predict(X_test)
+        for tours in (greedy, beam):
+            check(
+                all(sorted(t.tolist()) == list(range(size)) for t in tours),
+                f"TSP {size}: a predicted tour is not a permutation",
+            )
+        optimal = float(tour_length(X_test, y_test).mean())
+        row = {
+            "n": size,
+            "optimal": optimal,
+            "greedy": float(tour_length(X_test, greedy).mean()),
+            "beam": float(tour_length(X_test, beam).mean()),
+            "beam_width": config["beam_width"],
+            "budget": _budget(
+                config["n_train"], config["epochs"], config["hidden_size"], watch.elapsed
+            ),
+        }
+        row["greedy_gap_percent"] = 100 * (row["greedy"] / optimal - 1)
+        row["beam_gap_percent"] = 100 * (row["beam"] / optimal - 1)
+        log(
+            f"TSP {size}: optimal {optimal:.3f}, greedy {row['greedy']:.3f} "
+            f"({row['greedy_gap_percent']:+.1f} %), beam {row['beam']:.3f} "
+            f"({row['beam_gap_percent']:+.1f} %)"
+        )
+        rows.append(row)
+    return rows
+
+
+def transduction(config, log):
+    """Coarse and fine accuracy on longer-than-trained sequences, per memory and seed.
+
+    Each model trains on sources of ``train_lengths`` and is tested on 200 sources of
+    ``test_lengths`` (all longer), as Grefenstette et al. (2015) train on 8-64 and test
+    on 65-128.
+
+    Parameters
+    ----------
+    config : dict
+        ``tasks``, ``memories``, ``seeds``, ``train_lengths``, ``test_lengths``,
+        ``vocab_sizes`` (per task), ``n_train``, ``epochs``, ``hidden_size``.
+    log : callable
+        Progress printer.
+
+    Returns
+    -------
+    list of dict
+        One row per task, memory and seed.
+    """
+    transducer = _transducer_class()
+    rows = []
+    low, high = config["train_lengths"]
+    test_low, test_high = config["test_lengths"]
+    for task in config["tasks"]:
+        vocab = config["vocab_sizes"][task]
+        for memory in config["memories"]:
+            for seed in config["seeds"]:
+                X, y = make_transduction(
+                    task, config["n_train"], low, high, vocab_size=vocab, random_state=seed
+                )
+                X_test, y_test = make_transduction(
+                    task, 200, test_low, test_high, vocab_size=vocab, random_state=1000 + seed
+                )
+                est = transducer(
+                    memory=memory,
+                    hidden_size=config["hidden_size"],
+                    epochs=config["epochs"],
+                    handle_unknown="ignore",
+                    random_state=seed,
+                )
+                with Stopwatch() as watch:
+                    est.fit(X, y)
+                    prediction = est.predict(X_test)
+                row = {
+                    "task": task,
+                    "memory": "none" if memory is None else memory,
+                    "seed": seed,
+                    "coarse": float(coarse_accuracy(y_test, prediction)),
+                    "fine": float(fine_accuracy(y_test, prediction)),
+                    "final_loss": float(est.history_["loss"][-1]),
+                    "budget": _budget(
+                        config["n_train"],
+                        config["epochs"],
+                        config["hidden_size"],
+                        watch.elapsed,
+                        vocab_size=vocab,
+                        train_lengths=[low, high],
+                        test_lengths=[test_low, test_high],
+                    ),
+                }
+                log(
+                    f"transduction {task} {row['memory']} seed {seed}: coarse "
+                    f"{row['coarse']:.2f}, fine {row['fine']:.2f} ({watch.elapsed:.0f} s)"
+                )
+                rows.append(row)
+    return rows

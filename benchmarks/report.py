@@ -1,0 +1,576 @@
+"""Turn saved benchmark results into plots, a markdown report and the docs page.
+
+The report is described once, as a list of blocks (headings, paragraphs, tables and
+figures), and rendered twice: to Markdown (``README.md`` beside the results) and to
+reStructuredText (``docs/benchmarks.rst``).
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+from ._common import read_json
+from .speed import growth_exponents
+
+__all__ = ["write_report"]
+
+DOCS_PAGE = Path(__file__).parent.parent / "docs" / "benchmarks.rst"
+
+# Published numbers (../shared/ANCHORS.md).
+PUBLISHED_FLOAT_SORT = {
+    5: "90 % (Ptr-Net); 94 % (read-process-write)",
+    10: "28 %; 57 %",
+    15: "4 %; 10 %",
+}
+PUBLISHED_HULL = {5: ("92.0 %", "99.6 %"), 10: ("87.0 %", "99.8 %"), 50: ("69.6 %", "99.9 %")}
+PUBLISHED_TSP = {5: ("2.12", "2.12"), 10: ("2.87", "2.88"), 20: ("3.83", "3.88")}
+PUBLISHED_TRANSDUCTION = {
+    # task: (deep LSTM, stack, queue, deque), each "coarse / fine"
+    "copy": (".01 / .50", ".00 / .22", "1.00 / 1.00", "1.00 / 1.00"),
+    "reversal": (".04 / .13", "1.00 / 1.00", ".00 / .01", "1.00 / 1.00"),
+    "bigram_flip": (".02 / .52", ".00 / .48", ".55 / .98", ".53 / .98"),
+    "svo_sov": (".98 / .99", "1.00 / 1.00", "1.00 / 1.00", "1.00 / 1.00"),
+    "gender_conjugation": (".99 / .99", ".93 / .97", "1.00 / 1.00", "1.00 / 1.00"),
+}
+MEMORY_COLUMN = {"none": 0, "stack": 1, "queue": 2, "deque": 3}
+TASK_NAMES = {
+    "sort8": "sort-8",
+    "hull10": "convex hull n=10",
+    "tsp10": "TSP n=10",
+    "copy": "copy",
+    "reversal": "reversal",
+    "bigram_flip": "bigram flip",
+    "svo_sov": "SVO → SOV",
+    "gender_conjugation": "gender conjugation",
+}
+
+
+# ------------------------------------------------------------------------ blocks
+def heading(text, level):
+    return ("heading", text, level)
+
+
+def para(text):
+    return ("para", text)
+
+
+def table(header, rows):
+    return ("table", header, rows)
+
+
+def figure(filename, alt):
+    return ("figure", filename, alt)
+
+
+def _to_markdown(blocks):
+    lines = []
+    for block in blocks:
+        kind = block[0]
+        if kind == "heading":
+            lines += ["#" * block[2] + " " + block[1], ""]
+        elif kind == "para":
+            lines += [block[1], ""]
+        elif kind == "table":
+            header, rows = block[1], block[2]
+            lines.append("| " + " | ".join(header) + " |")
+            lines.append("|" + "|".join(" --- " for _ in header) + "|")
+            lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+            lines.append("")
+        elif kind == "figure":
+            lines += [f"![{block[2]}]({block[1]})", ""]
+    return "\n".join(lines)
+
+
+def _rst_inline(text):
+    # Markdown code spans become reST literals; ** bold ** is the same in both.
+    parts = text.split("`")
+    return "".join(p if i % 2 == 0 else f"``{p}``" for i, p in enumerate(parts))
+
+
+def _to_rst(blocks, image_prefix):
+    marks = {1: "=", 2: "-", 3: "~"}
+    lines = [".. _benchmarks:", ""]
+    for block in blocks:
+        kind = block[0]
+        if kind == "heading":
+            lines += [block[1], marks[block[2]] * len(block[1]), ""]
+        elif kind == "para":
+            lines += [_rst_inline(block[1]), ""]
+        elif kind == "table":
+            header, rows = block[1], block[2]
+            lines += [".. list-table::", "   :header-rows: 1", ""]
+            for row in [header, *rows]:
+                cells = [_rst_inline(str(c)) or "\\" for c in row]
+                lines.append(f"   * - {cells[0]}")
+                lines += [f"     - {c}" for c in cells[1:]]
+            lines.append("")
+        elif kind == "figure":
+            lines += [f".. image:: {image_prefix}{block[1]}", f"   :alt: {block[2]}", ""]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------ helpers
+def _fmt(value, digits=0):
+    return "\u2013" if value is None else f"{value:,.{digits}f}"
+
+
+def _budget_text(budget, device):
+    text = (
+        f"{budget['n_train']:,} train seqs, {budget['epochs']} epochs, "
+        f"hidden {budget['hidden_size']}"
+    )
+    return f"{text}, {budget['wall_s']:.0f} s on {device}"
+
+
+def _device_short(device):
+    cores = device.get("cpu_cores")
+    accelerator = device.get("accelerator", "none (CPU only)")
+    base = f"{cores}-core CPU" if not device.get("gpus") else accelerator
+    return base
+
+
+# ------------------------------------------------------------------------ plots
+def _plot_pointer_speed(rows, path):
+    import matplotlib.pyplot as plt
+
+    labels = [f"{TASK_NAMES[r['task']]}\nh={r['hidden_size']}" for r in rows]
+    series = [
+        ("train (pointer)", "train_seq_per_s"),
+        ("train (reference)", "reference_train_seq_per_s"),
+        ("greedy (pointer)", "greedy_seq_per_s"),
+        ("greedy (reference)", "reference_greedy_seq_per_s"),
+    ]
+    series += [
+        (f"beam {k[4:-10]} (pointer)", k)
+        for k in rows[0]
+        if k.startswith("beam") and k.endswith("_seq_per_s")
+    ]
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(rows) + 2), 4))
+    width = 0.8 / len(series)
+    for i, (name, key) in enumerate(series):
+        xs = [j + (i - (len(series) - 1) / 2) * width for j in range(len(rows))]
+        ax.bar(xs, [r[key] for r in rows], width, label=name)
+    ax.set_xticks(range(len(rows)), labels)
+    ax.set_yscale("log")
+    ax.set_ylabel("sequences / second")
+    ax.set_title("PointerNetworkOrderer throughput vs a plain Keras seq2seq")
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _plot_transducer_speed(rows, path):
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.8))
+    for ax, key, title in (
+        (axes[0], "train_seq_per_s", "training (teacher-forced)"),
+        (axes[1], "decode_seq_per_s", "greedy decoding"),
+    ):
+        exponents = growth_exponents(rows, key)
+        for memory in dict.fromkeys(r["memory"] for r in rows):
+            points = sorted((r["length"], 1000.0 / r[key]) for r in rows if r["memory"] == memory)
+            exponent = exponents[memory]
+            label = memory if exponent is None else f"{memory} (slope {exponent:.2f})"
+            ax.plot(*zip(*points, strict=True), marker="o", label=label)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("source length")
+        ax.set_ylabel("ms per sequence")
+        ax.set_title(title)
+        ax.legend(fontsize=8)
+    fig.suptitle("NeuralStackTransducer: time per sequence vs length (log-log)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _plot_sort8(curves, path):
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), sharex=True)
+    for name, curve in curves.items():
+        epochs = range(1, len(curve["position_accuracy"]) + 1)
+        axes[0].plot(epochs, curve["position_accuracy"], marker="o", label=name)
+        axes[1].plot(epochs, curve["sequence_accuracy"], marker="o", label=name)
+    for ax, title in zip(axes, ("position accuracy", "sequence accuracy"), strict=True):
+        ax.set_xlabel("epoch")
+        ax.set_title(title)
+        ax.set_ylim(0, 1.02)
+        ax.grid(alpha=0.3)
+    axes[0].legend()
+    fig.suptitle("Sort 8 digits (seed task), held-out accuracy per epoch")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+# ------------------------------------------------------------------------ report
+def _load(output):
+    data = {}
+    for path in sorted(Path(output).glob("*.json")):
+        if path.stem != "run":
+            data[path.stem] = read_json(path)
+    return data, read_json(Path(output) / "run.json") or {}
+
+
+def _headline(data, device):
+    rows = []
+    if "sort8_curves" in data:
+        section = data["sort8_curves"]["results"]
+        curve = section["curves"]["pointer"]
+        rows.append(
+            [
+                "sort 8 digits (seed)",
+                "position / sequence accuracy",
+                f"{curve['position_accuracy'][-1]:.3f} / {curve['sequence_accuracy'][-1]:.3f}",
+                "position ≈ 1.0 after ~10 epochs",
+                _budget_text(section["budget"], device),
+            ]
+        )
+    for row in data.get("sort_floats", {}).get("results", []):
+        rows.append(
+            [
+                f"sort {row['n']} floats",
+                "sequence accuracy",
+                f"{100 * row['sequence_accuracy']:.1f} %",
+                PUBLISHED_FLOAT_SORT.get(row["n"], "\u2013"),
+                _budget_text(row["budget"], device),
+            ]
+        )
+    for row in data.get("convex_hull", {}).get("results", []):
+        acc, area = PUBLISHED_HULL.get(row["n"], ("\u2013", "\u2013"))
+        lo, hi = row["budget"]["train_points"]
+        rows.append(
+            [
+                f"convex hull n={row['n']} (trained on {lo}..{hi})",
+                "exact polygons (area coverage)",
+                f"{100 * row['exact_accuracy']:.1f} % ({100 * row['area_coverage']:.1f} %)",
+                f"{acc} ({area}), trained on 5..50",
+                _budget_text(row["budget"], device),
+            ]
+        )
+    for row in data.get("tsp", {}).get("results", []):
+        optimal, ptr = PUBLISHED_TSP.get(row["n"], ("\u2013", "\u2013"))
+        rows.append(
+            [
+                f"TSP n={row['n']}",
+                f"mean tour: optimal / greedy / beam {row['beam_width']}",
+                f"{row['optimal']:.2f} / {row['greedy']:.2f} / {row['beam']:.2f}",
+                f"optimal {optimal}, Ptr-Net {ptr}",
+                _budget_text(row["budget"], device),
+            ]
+        )
+    return rows
+
+
+def _transduction_summary(rows):
+    groups = {}
+    for row in rows:
+        groups.setdefault((row["task"], row["memory"]), []).append(row)
+    summary = []
+    for (task, memory), members in groups.items():
+        published = PUBLISHED_TRANSDUCTION.get(task, ("\u2013",) * 4)[MEMORY_COLUMN[memory]]
+        budget = members[0]["budget"]
+        summary.append(
+            [
+                TASK_NAMES.get(task, task),
+                memory,
+                f"{statistics.mean(r['coarse'] for r in members):.2f} / "
+                f"{statistics.mean(r['fine'] for r in members):.2f}",
+                f"{min(r['coarse'] for r in members):.2f} / {min(r['fine'] for r in members):.2f}",
+                published,
+                f"{len(members)}",
+                f"{budget['n_train']} \u00d7 {budget['epochs']} ep., "
+                f"{statistics.mean(r['budget']['wall_s'] for r in members):.0f} s/seed",
+            ]
+        )
+    return summary
+
+
+def build_blocks(data, run):
+    """The report as a list of blocks."""
+    device = run.get("device") or next(iter(data.values()), {}).get("device", {})
+    short = _device_short(device)
+    blocks = [heading("Benchmarks", 1)]
+    blocks.append(
+        para(
+            "Generated by `python -m benchmarks` (`make bench`) from the result files in "
+            "`benchmarks/results/`; do not edit by hand. Speed ratios compare models "
+            "measured in the same run with interleaved repeats, so they are more reliable "
+            "than the absolute numbers on a shared machine. Quality rows use CPU budgets "
+            "far below the papers' (which train on up to a million examples per task); "
+            "each row states its budget."
+        )
+    )
+    sections = run.get("sections", {})
+    total = sum(s["wall_s"] for s in sections.values())
+    blocks.append(heading("Machine and run", 2))
+    blocks.append(
+        table(
+            ["item", "value"],
+            [
+                ["mode", run.get("mode", "?")],
+                ["CPU", f"{device.get('cpu')} ({device.get('cpu_cores')} logical cores)"],
+                ["accelerator", device.get("accelerator")],
+                [
+                    "software",
+                    f"TensorFlow {device.get('tensorflow')}, Keras {device.get('keras')} "
+                    f"({device.get('keras_backend')}), scikit-learn {device.get('scikit-learn')}, "
+                    f"NumPy {device.get('numpy')}, Python {device.get('python')}",
+                ],
+                [
+                    "load average at start / end (1 min)",
+                    f"{device.get('load_average_1min')} / {run.get('load_average_end')}",
+                ],
+                ["wall time of all sections", f"{total / 60:.1f} min"],
+            ]
+            + [[f"— {name}", f"{s['wall_s']:.0f} s"] for name, s in sections.items()],
+        )
+    )
+
+    headline = _headline(data, short)
+    if headline:
+        blocks.append(heading("Headline: quality next to the published numbers", 2))
+        blocks.append(table(["task", "metric", "skptr", "published", "our budget"], headline))
+
+    if "pointer_speed" in data:
+        rows = data["pointer_speed"]["results"]
+        blocks.append(heading("Pointer network speed", 2))
+        blocks.append(
+            para(
+                "Sequences per second, batch 128 for training (teacher-forced, one epoch of "
+                f"{rows[0]['n_train']:,} sequences per repeat, median of "
+                f"{len(rows[0]['train_seconds']['pointer'])} repeats after a warm-up epoch "
+                "that traces the step) and the estimator's `predict` for inference (batch "
+                f"{rows[0]['predict_batch_size']}, {rows[0]['n_infer']:,} sequences). The "
+                "reference is a plain Keras bidirectional-LSTM encoder and LSTM decoder "
+                "with a softmax over positions, of the same sizes, trained on the same "
+                "arrays and decoded greedily in a compiled loop; ratio = pointer / "
+                "reference (above 1: the pointer network is faster)."
+            )
+        )
+        beams = [k[:-10] for k in rows[0] if k.startswith("beam") and k.endswith("_seq_per_s")]
+        header = [
+            "task",
+            "hidden",
+            "train",
+            "ref. train",
+            "ratio",
+            "greedy",
+            "ref. greedy",
+            "ratio",
+        ]
+        header += [f"beam {b[4:]}" for b in beams]
+        body = []
+        for r in rows:
+            body.append(
+                [
+                    TASK_NAMES[r["task"]],
+                    r["hidden_size"],
+                    _fmt(r["train_seq_per_s"]),
+                    _fmt(r["reference_train_seq_per_s"]),
+                    f"\u00d7{r['train_ratio']:.2f}",
+                    _fmt(r["greedy_seq_per_s"]),
+                    _fmt(r["reference_greedy_seq_per_s"]),
+                    f"\u00d7{r['greedy_ratio']:.2f}",
+                ]
+                + [_fmt(r[f"{b}_seq_per_s"]) for b in beams]
+            )
+        blocks.append(table(header, body))
+        blocks.append(figure("pointer_speed.png", "pointer network throughput"))
+
+    if "transducer_speed" in data:
+        rows = data["transducer_speed"]["results"]
+        blocks.append(heading("Transducer speed", 2))
+        blocks.append(
+            para(
+                "Copy task with sources of exactly the given length (vocabulary 8, hidden "
+                "32, memory width 32), batch 32. Training: teacher-forced epochs with XLA "
+                "on, as the estimator compiles fits of 400 steps or more; decoding: the "
+                "estimator's greedy `predict` with at most length + 1 output tokens. "
+                "Ratios are to `memory=None` at the same length. Models are barely "
+                "trained, so decoding may stop early: `out len` is the mean number of "
+                "tokens produced."
+            )
+        )
+        body = [
+            [
+                r["memory"],
+                r["length"],
+                _fmt(r["train_seq_per_s"], 1),
+                f"\u00d7{r.get('train_ratio_to_none', float('nan')):.2f}",
+                _fmt(r["decode_seq_per_s"], 1),
+                f"\u00d7{r.get('decode_ratio_to_none', float('nan')):.2f}",
+                f"{r['mean_output_length']:.1f}",
+            ]
+            for r in sorted(rows, key=lambda r: (r["length"], r["memory"]))
+        ]
+        blocks.append(
+            table(
+                [
+                    "memory",
+                    "length",
+                    "train seq/s",
+                    "vs none",
+                    "decode seq/s",
+                    "vs none",
+                    "out len",
+                ],
+                body,
+            )
+        )
+        train_exp = growth_exponents(rows, "train_seq_per_s")
+        decode_exp = growth_exponents(rows, "decode_seq_per_s")
+        blocks.append(
+            table(
+                ["memory", "growth exponent, training", "growth exponent, decoding"],
+                [[m, _fmt(train_exp[m], 2), _fmt(decode_exp[m], 2)] for m in train_exp],
+            )
+        )
+        blocks.append(
+            para(
+                "The growth exponent is the slope of log(seconds per sequence) against "
+                "log(length): 1 is linear in the length, 2 quadratic."
+            )
+        )
+        blocks.append(figure("transducer_speed.png", "transducer time per sequence"))
+
+    if "sklearn_overhead" in data:
+        rows = data["sklearn_overhead"]["results"]
+        blocks.append(heading("Overhead of the scikit-learn layer", 2))
+        blocks.append(
+            para(
+                "`est.fit` (warm start: the network is already built and traced) against "
+                "`est.network_.fit` on the same network, data and epochs, median of "
+                "repeats. The cold first `fit` also builds the network and traces its "
+                "training step."
+            )
+        )
+        blocks.append(
+            table(
+                [
+                    "estimator",
+                    "samples \u00d7 epochs",
+                    "est.fit",
+                    "network_.fit",
+                    "overhead",
+                    "cold first fit",
+                ],
+                [
+                    [
+                        r["estimator"],
+                        f"{r['n_samples']:,} \u00d7 {r['epochs']}",
+                        f"{r['estimator_fit_s']:.2f} s",
+                        f"{r['keras_fit_s']:.2f} s",
+                        f"{r['overhead_s']:+.2f} s ({r['overhead_percent']:+.1f} %)",
+                        f"{r['cold_fit_s']:.1f} s",
+                    ]
+                    for r in rows
+                ],
+            )
+        )
+
+    if "sort8_curves" in data:
+        section = data["sort8_curves"]["results"]
+        blocks.append(heading("Sort 8 digits: pointer vs seq2seq", 2))
+        blocks.append(
+            para(
+                "The seed task: 8 digits in 0..9 sorted descending, held-out accuracy after "
+                "each epoch (greedy decoding; equal digits are interchangeable). "
+                f"Budget: {_budget_text(section['budget'], short)} for all three models. "
+                "The seq2seq models are the Keras references above (softmax over 8 fixed "
+                "positions; the attention variant adds a dot-product attention over the "
+                "encoder outputs)."
+            )
+        )
+        curves = section["curves"]
+        body = []
+        for name, curve in curves.items():
+            body.append(
+                [
+                    name,
+                    f"{curve['position_accuracy'][-1]:.3f}",
+                    f"{curve['sequence_accuracy'][-1]:.3f}",
+                    f"{sum(curve['train_s']):.0f} s",
+                ]
+            )
+        blocks.append(table(["model", "position acc.", "sequence acc.", "training time"], body))
+        blocks.append(figure("sort8_curves.png", "sort-8 accuracy per epoch"))
+
+    if "transduction" in data:
+        rows = data["transduction"]["results"]
+        budget = rows[0]["budget"]
+        blocks.append(heading("Transduction with neural memories", 2))
+        blocks.append(
+            para(
+                f"Trained on sources of {budget['train_lengths'][0]}-"
+                f"{budget['train_lengths'][1]} tokens, tested on 200 sources of "
+                f"{budget['test_lengths'][0]}-{budget['test_lengths'][1]} tokens (longer than "
+                "any seen in training, as the paper trains on 8-64 and tests on 65-128), "
+                f"hidden {budget['hidden_size']}, {budget['epochs']} epochs, on {short}. "
+                "Cells are coarse / fine accuracy; `mean` and `worst` are over the seeds. "
+                "Published: Grefenstette et al. (2015), Fig. 2a, whose `memory=None` "
+                "column is their best deep LSTM."
+            )
+        )
+        blocks.append(
+            table(
+                ["task", "memory", "mean", "worst seed", "published", "seeds", "budget"],
+                _transduction_summary(rows),
+            )
+        )
+    blocks.append(heading("Method notes", 2))
+    blocks.append(
+        para(
+            "Label formats follow the papers: convex hulls are the hull vertices "
+            "counter-clockwise from the lowest index (exact accuracy compares the whole "
+            "ordering), area coverage is the area of the convex hull of the predicted "
+            "vertices over the true hull's area (scipy), TSP labels are optimal tours from "
+            "city 0 (Held-Karp) and tour lengths are closed. Float sorting is ascending. "
+            "Coarse accuracy is the share of outputs entirely right, fine accuracy the "
+            "mean share of each target produced before the first error."
+        )
+    )
+    return blocks
+
+
+def write_report(output, docs=False):
+    """Write the plots and the markdown report (and, optionally, the docs page).
+
+    Parameters
+    ----------
+    output : path-like
+        The results folder.
+    docs : bool, default=False
+        Also write ``docs/benchmarks.rst``.
+
+    Returns
+    -------
+    list of Path
+        The files written.
+    """
+    output = Path(output)
+    data, run = _load(output)
+    written = []
+    if "pointer_speed" in data:
+        _plot_pointer_speed(data["pointer_speed"]["results"], output / "pointer_speed.png")
+        written.append(output / "pointer_speed.png")
+    if "transducer_speed" in data:
+        _plot_transducer_speed(
+            data["transducer_speed"]["results"], output / "transducer_speed.png"
+        )
+        written.append(output / "transducer_speed.png")
+    if "sort8_curves" in data:
+        _plot_sort8(data["sort8_curves"]["results"]["curves"], output / "sort8_curves.png")
+        written.append(output / "sort8_curves.png")
+    blocks = build_blocks(data, run)
+    (output / "README.md").write_text(_to_markdown(blocks))
+    written.append(output / "README.md")
+    if docs:
+        relative = Path("..") / output.resolve().relative_to(DOCS_PAGE.parent.parent.resolve())
+        DOCS_PAGE.write_text(_to_rst(blocks, f"{relative.as_posix()}/"))
+        written.append(DOCS_PAGE)
+    return written

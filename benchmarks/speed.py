@@ -1,0 +1,382 @@
+"""Speed benchmarks: throughput of both estimators and the cost of the scikit-learn layer.
+
+Every throughput is measured after a warm-up call that traces the compiled function,
+as the median of several timed repeats. Repeats of the models that are compared with
+each other are interleaved (A, B, A, B, ...), so that a load spike on a shared machine
+hits both sides of a ratio alike.
+"""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+from sklearn.base import clone
+
+from skptr import PointerNetworkOrderer
+from skptr.datasets import make_convex_hull, make_sorting, make_transduction, make_tsp
+
+from ._common import Stopwatch, check, median_rate
+from ._reference import ReferenceGreedyDecoder, build_reference
+
+__all__ = ["pointer_speed", "sklearn_overhead", "transducer_speed"]
+
+
+def _transducer_class():
+    try:
+        from skptr import NeuralStackTransducer
+    except ImportError:  # the public name is exported once the estimator is finished
+        from skptr.memory import NeuralStackTransducer
+    return NeuralStackTransducer
+
+
+def pointer_task(task, n_samples, random_state):
+    """The inputs and targets of a pointer speed task.
+
+    Parameters
+    ----------
+    task : {"sort8", "hull10", "tsp10"}
+        Sorting 8 digits, convex hulls of 10 points, or TSP tours of 10 cities.
+    n_samples : int
+        Number of sequences.
+    random_state : int
+        Seed of the generator.
+
+    Returns
+    -------
+    X, y
+        As returned by the matching :mod:`skptr.datasets` generator.
+    """
+    if task == "sort8":
+        return make_sorting(n_samples, 8, random_state=random_state)
+    if task == "hull10":
+        return make_convex_hull(n_samples, n_points=10, random_state=random_state)
+    if task == "tsp10":
+        return make_tsp(n_samples, n_cities=10, random_state=random_state)
+    raise ValueError(f"unknown pointer task {task!r}")
+
+
+def _time_training(models, inputs, targets, batch_size, repeats):
+    """Interleaved one-epoch ``fit`` timings of already traced Keras models."""
+    seconds = {name: [] for name in models}
+    for _ in range(repeats):
+        for name, model in models.items():
+            with Stopwatch() as watch:
+                model.fit(
+                    inputs, targets, batch_size=batch_size, epochs=1, shuffle=True, verbose=0
+                )
+            seconds[name].append(watch.elapsed)
+    return seconds
+
+
+def pointer_speed(config, log):
+    """Training and inference throughput of the pointer network and the reference.
+
+    Parameters
+    ----------
+    config : dict
+        ``tasks``, ``hidden_sizes``, ``n_train`` (sequences per timed epoch),
+        ``n_infer`` (sequences per timed ``predict``), ``repeats``, ``beam_widths``.
+    log : callable
+        Progress printer.
+
+    Returns
+    -------
+    list of dict
+        One row per task and hidden size.
+    """
+    rows = []
+    batch_size = 128
+    for task in config["tasks"]:
+        X, y = pointer_task(task, config["n_train"], random_state=0)
+        X_infer = X[: config["n_infer"]]
+        for hidden in config["hidden_sizes"]:
+            est = PointerNetworkOrderer(hidden_size=hidden, batch_size=batch_size, epochs=1)
+            est.set_params(random_state=0)
+            # The first fit builds the network and traces its training step (warm-up).
+            with Stopwatch() as cold:
+                est.fit(X, y)
+            inputs, targets = est._prepare_training_data(X, y, reset=False)
+            n_positions = inputs["values"].shape[1]
+            n_classes = n_positions + int(est.ordered_subsets_)
+            reference = build_reference(hidden, n_classes, est.n_features_in_)
+            reference.fit(inputs, targets, batch_size=batch_size, epochs=1, verbose=0)
+            train = _time_training(
+                {"pointer": est.network_, "reference": reference},
+                inputs,
+                targets,
+                batch_size,
+                config["repeats"],
+            )
+            # Inference: greedy and beam search through the public predict; the
+            # reference decodes greedily with the same batch size.
+            predict_batch = max(batch_size, 256)
+            decoders = {"greedy": ("greedy", 1)}
+            decoders.update({f"beam{w}": ("beam", w) for w in config["beam_widths"]})
+            ref_decoder = ReferenceGreedyDecoder(reference, targets.shape[1])
+            ref_inputs = {k: inputs[k][: len(X_infer)] for k in ("values", "lengths")}
+            for method, width in decoders.values():
+                est.set_params(decode=method, beam_width=width)
+                prediction = est.predict(X_infer)
+                _check_orderings(task, X_infer, prediction)
+            ref_decoder.predict(ref_inputs, batch_size=predict_batch, verbose=0)
+            infer = {name: [] for name in [*decoders, "reference_greedy"]}
+            for _ in range(config["repeats"]):
+                for name, (method, width) in decoders.items():
+                    est.set_params(decode=method, beam_width=width)
+                    with Stopwatch() as watch:
+                        est.predict(X_infer)
+                    infer[name].append(watch.elapsed)
+                with Stopwatch() as watch:
+                    ref_decoder.predict(ref_inputs, batch_size=predict_batch, verbose=0)
+                infer["reference_greedy"].append(watch.elapsed)
+            n = len(targets)
+            row = {
+                "task": task,
+                "hidden_size": hidden,
+                "batch_size": batch_size,
+                "predict_batch_size": predict_batch,
+                "n_train": n,
+                "n_infer": len(X_infer),
+                "first_fit_s": cold.elapsed,
+                "train_seq_per_s": median_rate(n, train["pointer"]),
+                "reference_train_seq_per_s": median_rate(n, train["reference"]),
+                "train_seconds": train,
+                "infer_seconds": infer,
+            }
+            for name in infer:
+                row[f"{name}_seq_per_s"] = median_rate(len(X_infer), infer[name])
+            row["train_ratio"] = row["train_seq_per_s"] / row["reference_train_seq_per_s"]
+            row["greedy_ratio"] = row["greedy_seq_per_s"] / row["reference_greedy_seq_per_s"]
+            log(
+                f"pointer {task} h={hidden}: train {row['train_seq_per_s']:.0f} seq/s "
+                f"(x{row['train_ratio']:.2f} ref), greedy {row['greedy_seq_per_s']:.0f} "
+                f"(x{row['greedy_ratio']:.2f} ref), "
+                + ", ".join(f"{k} {row[f'{k}_seq_per_s']:.0f}" for k in decoders if k != "greedy")
+            )
+            rows.append(row)
+    return rows
+
+
+def _check_orderings(task, X, prediction):
+    check(prediction.shape[0] == len(X), f"{task}: predict returned {prediction.shape}")
+    for row, sample in zip(prediction, X, strict=True):
+        kept = row[row >= 0]
+        check(
+            len(set(kept.tolist())) == len(kept) and (kept < len(sample)).all(),
+            f"{task}: invalid ordering {row.tolist()}",
+        )
+        if task != "hull10":
+            check(len(kept) == len(sample), f"{task}: incomplete ordering {row.tolist()}")
+
+
+def transducer_speed(config, log):
+    """Training and greedy-decoding throughput of the transducer per memory and length.
+
+    Parameters
+    ----------
+    config : dict
+        ``memories``, ``lengths``, ``n_train`` (a function of the length giving the
+        sequences per timed epoch), ``n_infer``, ``repeats``.
+    log : callable
+        Progress printer.
+
+    Returns
+    -------
+    list of dict
+        One row per memory and source length.
+    """
+    transducer = _transducer_class()
+    rows = []
+    batch_size = 32
+    for length in config["lengths"]:
+        n_train = config["n_train"](length)
+        X, y = make_transduction(
+            "copy", n_train, min_length=length, max_length=length, vocab_size=8, random_state=0
+        )
+        X_infer = X[: config["n_infer"]]
+        fitted = {}
+        for memory in config["memories"]:
+            est = transducer(
+                memory=memory,
+                epochs=1,
+                batch_size=batch_size,
+                curriculum=False,
+                max_output_length=length + 1,
+                random_state=0,
+            )
+            # A short (eager) fit builds the network; it is then compiled as the
+            # estimator compiles fits of 400 steps or more (XLA on), and one epoch
+            # traces and compiles the training step before the timed repeats.
+            with Stopwatch() as cold:
+                est.fit(X[:batch_size], y[:batch_size])
+                inputs, targets = est._prepare_training_data(X, y, reset=False)
+                est.network_.compile(
+                    optimizer=keras.optimizers.Adam(est.learning_rate, clipnorm=est.clipnorm),
+                    loss=est._loss(),
+                    jit_compile=True,
+                )
+                est.network_.fit(
+                    inputs["stream"], targets, batch_size=batch_size, epochs=1, verbose=0
+                )
+            est.predict(X_infer)  # traces the decoder
+            fitted[memory] = (est, inputs["stream"], targets, cold.elapsed)
+        train = {memory: [] for memory in fitted}
+        infer = {memory: [] for memory in fitted}
+        output_lengths = {}
+        for _ in range(config["repeats"]):
+            for memory, (est, streams, targets, _) in fitted.items():
+                with Stopwatch() as watch:
+                    est.network_.fit(
+                        streams, targets, batch_size=batch_size, epochs=1, shuffle=True, verbose=0
+                    )
+                train[memory].append(watch.elapsed)
+                with Stopwatch() as watch:
+                    predictions = est.predict(X_infer)
+                infer[memory].append(watch.elapsed)
+                output_lengths[memory] = float(np.mean([len(p) for p in predictions]))
+        for memory, (est, streams, _, first_fit) in fitted.items():
+            row = {
+                "memory": "none" if memory is None else memory,
+                "length": length,
+                "batch_size": batch_size,
+                "predict_batch_size": est._predict_batch_size(),
+                "n_train": len(streams),
+                "n_infer": len(X_infer),
+                "first_fit_s": first_fit,
+                "train_seq_per_s": median_rate(len(streams), train[memory]),
+                "decode_seq_per_s": median_rate(len(X_infer), infer[memory]),
+                "mean_output_length": output_lengths[memory],
+                "train_seconds": train[memory],
+                "decode_seconds": infer[memory],
+            }
+            rows.append(row)
+        baseline = next((r for r in rows if r["length"] == length and r["memory"] == "none"), None)
+        for row in rows:
+            if row["length"] == length and baseline is not None:
+                row["train_ratio_to_none"] = row["train_seq_per_s"] / baseline["train_seq_per_s"]
+                row["decode_ratio_to_none"] = (
+                    row["decode_seq_per_s"] / baseline["decode_seq_per_s"]
+                )
+        log(
+            f"transducer L={length}: "
+            + ", ".join(
+                f"{r['memory']} train {r['train_seq_per_s']:.0f} / decode "
+                f"{r['decode_seq_per_s']:.0f} seq/s"
+                for r in rows
+                if r["length"] == length
+            )
+        )
+    return rows
+
+
+def growth_exponents(rows, key):
+    """Log-log slope of seconds per sequence against source length, per memory.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Rows of :func:`transducer_speed`.
+    key : str
+        ``"train_seq_per_s"`` or ``"decode_seq_per_s"``.
+
+    Returns
+    -------
+    dict
+        Memory name to fitted exponent (None with fewer than two lengths).
+    """
+    exponents = {}
+    for memory in dict.fromkeys(r["memory"] for r in rows):
+        points = [(r["length"], 1.0 / r[key]) for r in rows if r["memory"] == memory]
+        if len(points) < 2:
+            exponents[memory] = None
+            continue
+        lengths, seconds = np.log(np.array(points)).T
+        exponents[memory] = float(np.polyfit(lengths, seconds, 1)[0])
+    return exponents
+
+
+def sklearn_overhead(config, log):
+    """Time of ``est.fit`` against ``est.network_.fit`` on the same network and data.
+
+    Both run warm: the estimator uses ``warm_start=True``, so its ``fit`` reuses the
+    built, compiled and traced network, and the difference is what the scikit-learn
+    layer adds per call (validation, encoding the data, seeding, history). The cold
+    first fit, which also builds and traces the network, is reported beside it.
+
+    Parameters
+    ----------
+    config : dict
+        ``n_samples``, ``epochs``, ``repeats``, ``transducer_length``.
+    log : callable
+        Progress printer.
+
+    Returns
+    -------
+    list of dict
+        One row per estimator.
+    """
+    rows = []
+    X, y = make_sorting(config["n_samples"], 8, random_state=0)
+    pointer = PointerNetworkOrderer(hidden_size=64, epochs=config["epochs"], random_state=0)
+    rows.append(_overhead_row("PointerNetworkOrderer (sort-8, hidden 64)", pointer, X, y, config))
+    length = config["transducer_length"]
+    X, y = make_transduction(
+        "reversal",
+        config["n_samples"] // 4,
+        min_length=length,
+        max_length=length,
+        vocab_size=8,
+        random_state=0,
+    )
+    transducer = _transducer_class()(
+        memory="stack", epochs=config["epochs"], curriculum=False, random_state=0
+    )
+    rows.append(
+        _overhead_row(
+            f"NeuralStackTransducer (stack, reversal L={length})", transducer, X, y, config
+        )
+    )
+    for row in rows:
+        log(
+            f"overhead {row['estimator']}: est.fit {row['estimator_fit_s']:.3f} s, "
+            f"network_.fit {row['keras_fit_s']:.3f} s (+{row['overhead_percent']:.1f} %), "
+            f"cold first fit {row['cold_fit_s']:.2f} s"
+        )
+    return rows
+
+
+def _overhead_row(name, estimator, X, y, config):
+    est = clone(estimator).set_params(warm_start=True)
+    with Stopwatch() as cold:
+        est.fit(X, y)
+    inputs, targets = est._prepare_training_data(X, y, reset=False)
+    keras_input = inputs["stream"] if "stream" in inputs else inputs
+    est.fit(X, y)  # a warm call first, in case anything is traced lazily
+    sk_seconds, keras_seconds = [], []
+    for _ in range(config["repeats"]):
+        with Stopwatch() as watch:
+            est.fit(X, y)
+        sk_seconds.append(watch.elapsed)
+        with Stopwatch() as watch:
+            est.network_.fit(
+                keras_input,
+                targets,
+                batch_size=est.batch_size,
+                epochs=est.epochs,
+                shuffle=True,
+                verbose=0,
+            )
+        keras_seconds.append(watch.elapsed)
+    sk, kr = float(np.median(sk_seconds)), float(np.median(keras_seconds))
+    return {
+        "estimator": name,
+        "n_samples": len(targets),
+        "epochs": est.epochs,
+        "cold_fit_s": cold.elapsed,
+        "estimator_fit_s": sk,
+        "keras_fit_s": kr,
+        "overhead_s": sk - kr,
+        "overhead_percent": 100.0 * (sk - kr) / kr,
+        "estimator_seconds": sk_seconds,
+        "keras_seconds": keras_seconds,
+    }
