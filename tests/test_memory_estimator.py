@@ -80,7 +80,7 @@ def test_bad_inputs_name_the_sample(fitted):
     with pytest.raises(ValueError, match="different numbers of samples"):
         NeuralStackTransducer(**SMALL).fit(["ab", "ba"], ["ba"])
     with pytest.raises(ValueError, match=r"y\[1\].*NaN"):
-        NeuralStackTransducer(**SMALL).fit([[1], [2]], [[1.0], [float("nan")]])
+        NeuralStackTransducer(**SMALL).fit([[1], [2]], [[1], [float("nan")]])
 
 
 def test_handle_unknown_ignore(reversal_data):

@@ -22,6 +22,11 @@ __all__ = [
 
 
 def _split_samples(X, name):
+    if hasattr(X, "tocsr") or hasattr(X, "toarray"):
+        raise TypeError(
+            f"{name} is a sparse matrix; sparse input is not supported, pass token "
+            "sequences (strings, lists of tokens or 1-D arrays)."
+        )
     if isinstance(X, str | bytes):
         raise TypeError(
             f"{name} must be a collection of token sequences (e.g. a list of strings), "
@@ -30,7 +35,8 @@ def _split_samples(X, name):
     if isinstance(X, np.ndarray) and X.dtype != object and X.ndim != 2:
         raise ValueError(
             f"{name} must be a 1-D collection of token sequences or a 2-D array (one "
-            f"sequence per row); got an array of shape {X.shape}."
+            f"sequence per row); got an array of shape {X.shape}. Reshape your data: a "
+            "single sequence s is passed as [s]."
         )
     if hasattr(X, "to_numpy") and not isinstance(X, list | tuple):
         X = X.to_numpy()
@@ -53,8 +59,13 @@ def _check_token(token, index, position, name):
             f"{name}[{index}] has an unhashable token at position {position} "
             f"({type(token).__name__}); tokens must be hashable (str, int, tuple, ...)."
         ) from None
-    if isinstance(token, float) and math.isnan(token):
-        raise ValueError(f"{name}[{index}] has a NaN token at position {position}.")
+    if isinstance(token, float | complex):
+        kind = "a NaN" if isinstance(token, float) and math.isnan(token) else "the number"
+        raise ValueError(
+            f"{name}[{index}] has {kind} token {token!r} at position {position}; tokens are "
+            "discrete symbols (str, int, tuple, ...), not floating-point or complex numbers. "
+            "Convert integer-valued floats with .astype(int)."
+        )
 
 
 def _sample_tokens(sample, index, name):
