@@ -446,7 +446,8 @@ def plot_memory_trace(trace, tokens=None, *, axes=None, cmap="Blues", colorbar=T
     if tokens is not None:
         bottom.set_xticks(steps, [str(t) for t in tokens])
     if colorbar:
-        fig.colorbar(image, ax=bottom, label="slot strength")
+        # Taking the colorbar's room from both panels keeps their time axes aligned.
+        fig.colorbar(image, ax=[top, bottom], label="slot strength", fraction=0.05, pad=0.02)
     return fig
 
 
