@@ -1,9 +1,13 @@
 """Sphinx configuration of the skptr documentation."""
 
+import ast
+import inspect
 import os
 import re
 import warnings
 from pathlib import Path
+
+from sphinx.util import logging
 
 import skptr
 
@@ -45,8 +49,45 @@ def _escape_attribute_names_in_types(app, what, name, obj, options, lines):
             lines[index] = match.group(1) + _TRAILING_UNDERSCORE.sub(r"\\_", match.group(2))
 
 
+# The hyperparameter tables of the user guide state defaults; check them against the
+# estimators' signatures so that the guide cannot drift from the code.
+_GUIDE_TABLES = {
+    "user_guide/pointer_networks.rst": "PointerNetworkOrderer",
+    "user_guide/neural_memories.rst": "NeuralStackTransducer",
+}
+_TABLE_ROW = re.compile(r"^\s*\* - ((?:``\w+``,\s*)*``\w+``)\s*\n\s*- (.+)$", re.MULTILINE)
+_logger = logging.getLogger(__name__)
+
+
+def _check_documented_defaults(app):
+    for page, name in _GUIDE_TABLES.items():
+        path = Path(app.srcdir) / page
+        defaults = {
+            key: parameter.default
+            for key, parameter in inspect.signature(getattr(skptr, name)).parameters.items()
+        }
+        for params, values in _TABLE_ROW.findall(path.read_text(encoding="utf-8")):
+            params = [p.strip().strip("`") for p in params.split(",")]
+            values = [v.strip().strip("`") for v in values.split(", ")]
+            if len(params) != len(values):
+                continue
+            for param, value in zip(params, values, strict=True):
+                try:
+                    documented = ast.literal_eval(value)
+                except (ValueError, SyntaxError):
+                    continue
+                if param not in defaults:
+                    _logger.warning(f"{page}: {name} has no parameter {param!r}")
+                elif documented != defaults[param]:
+                    _logger.warning(
+                        f"{page}: the default of {name}({param}) is documented as {value}, "
+                        f"but it is {defaults[param]!r}"
+                    )
+
+
 def setup(app):
     app.connect("autodoc-process-docstring", _escape_attribute_names_in_types, priority=400)
+    app.connect("builder-inited", _check_documented_defaults)
 
 
 # -- Example gallery ------------------------------------------------------------------
