@@ -13,8 +13,8 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-from skptr import PointerNetworkOrderer
-from skptr.datasets import make_convex_hull, make_sorting
+from skptr import NeuralStackTransducer, PointerNetworkOrderer
+from skptr.datasets import make_convex_hull, make_sorting, make_transduction
 from skptr.preprocessing import SequenceScaler
 
 PARAMS = {"hidden_size": 8, "epochs": 1, "batch_size": 32, "random_state": 0}
@@ -116,3 +116,84 @@ def test_scaler_accepts_other_lengths_rejects_other_features():
     assert scaler.transform(np.ones((2, 7))).shape == (2, 7)
     with pytest.raises(ValueError, match="fitted with 1 features per step"):
         scaler.transform(np.ones((2, 7, 3)))
+
+
+TRANSDUCER = {
+    "hidden_size": 8,
+    "embedding_dim": 4,
+    "memory_width": 4,
+    "epochs": 1,
+    "curriculum": False,
+    "random_state": 0,
+}
+
+
+@pytest.fixture(scope="module")
+def strings():
+    X, y = make_transduction(
+        "reversal", n_samples=64, min_length=1, max_length=6, vocab_size=3, random_state=0
+    )
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def transducer(strings):
+    return NeuralStackTransducer(**TRANSDUCER).fit(*strings)
+
+
+def test_transducer_fit_returns_self_keeps_params_and_predict_keeps_dict(strings):
+    estimator = NeuralStackTransducer(**TRANSDUCER)
+    before = copy.deepcopy(estimator.get_params())
+    assert estimator.fit(*strings) is estimator
+    assert joblib.hash(estimator.get_params()) == joblib.hash(before)
+    assert all(
+        k.endswith("_") for k in vars(estimator) if not k.startswith("_") and k not in before
+    )
+    network = estimator.network_
+    state = joblib.hash({k: v for k, v in vars(estimator).items() if k != "network_"})
+    estimator.predict(strings[0])
+    assert joblib.hash({k: v for k, v in vars(estimator).items() if k != "network_"}) == state
+    assert estimator.network_ is network
+
+
+def test_transducer_read_only_memmapped_int_tokens(tmp_path):
+    rng = np.random.RandomState(0)
+    X = rng.randint(0, 4, size=(40, 5))
+    y = X[:, ::-1].copy()
+    joblib.dump((X, y), tmp_path / "tokens.joblib")
+    X_map, y_map = joblib.load(tmp_path / "tokens.joblib", mmap_mode="r")
+    estimator = NeuralStackTransducer(**TRANSDUCER).fit(X_map, y_map)
+    predicted = estimator.predict(X_map)
+    assert predicted.shape == (40,) and predicted.dtype == object
+    assert all(isinstance(p, np.ndarray) for p in predicted)
+
+
+def test_transducer_empty_sequences(transducer):
+    predicted = transducer.predict(["", "ab"])
+    assert predicted.shape == (2,) and all(isinstance(p, str) for p in predicted)
+    with pytest.raises(ValueError, match="X holds no samples"):
+        transducer.predict([])
+
+
+def test_transducer_rejects_float_tokens_naming_the_sample(transducer):
+    with pytest.raises(ValueError, match=r"X\[1\] has a NaN token at position 0"):
+        transducer.predict([[1], [float("nan")]])
+    with pytest.raises(ValueError, match=r"X\[0\] has the number token 0\.5"):
+        transducer.predict(np.array([[0.5, 1.5]]))
+    with pytest.raises(TypeError, match="sparse input is not supported"):
+        import scipy.sparse
+
+        transducer.predict(scipy.sparse.csr_matrix(np.eye(2)))
+
+
+def test_transducer_sample_order_subset_invariance_and_idempotence(strings, transducer):
+    X, y = strings
+    full = transducer.predict(X)
+    order = np.random.RandomState(1).permutation(len(X))
+    assert transducer.predict(X[order]).tolist() == full[order].tolist()
+    for batch in np.array_split(np.arange(len(X)), 4):
+        assert transducer.predict(X[batch]).tolist() == full[batch].tolist()
+    refit = clone(transducer).fit(X, y).fit(X, y)
+    assert refit.predict(X).tolist() == full.tolist()
+    with pytest.raises(NotFittedError):
+        clone(transducer).predict(X)

@@ -59,12 +59,17 @@ def _check_token(token, index, position, name):
             f"{name}[{index}] has an unhashable token at position {position} "
             f"({type(token).__name__}); tokens must be hashable (str, int, tuple, ...)."
         ) from None
-    if isinstance(token, float | complex):
-        kind = "a NaN" if isinstance(token, float) and math.isnan(token) else "the number"
+    if isinstance(token, complex):
         raise ValueError(
-            f"{name}[{index}] has {kind} token {token!r} at position {position}; tokens are "
-            "discrete symbols (str, int, tuple, ...), not floating-point or complex numbers. "
-            "Convert integer-valued floats with .astype(int)."
+            f"{name}[{index}] has the complex token {token!r} at position {position}: "
+            "Complex data not supported; tokens are discrete symbols (str, int, tuple, ...)."
+        )
+    if isinstance(token, float):
+        what = "a NaN token" if math.isnan(token) else f"the number token {token!r}"
+        raise ValueError(
+            f"{name}[{index}] has {what} at position {position}; tokens are "
+            "discrete symbols (str, int, tuple, ...), not floating-point numbers. Convert "
+            "integer-valued floats with .astype(int)."
         )
 
 
