@@ -116,3 +116,29 @@ def test_gpu_memory_growth_is_safe_without_gpus(monkeypatch):
     assert enable_gpu_memory_growth() == []  # CPU-only: nothing to configure
     monkeypatch.setenv("SKPTR_GPU_MEMORY_GROWTH", "0")
     assert enable_gpu_memory_growth() == []
+
+
+def test_transducer_on_text_in_pipelines_and_parallel_searches():
+    from skptr import NeuralStackTransducer
+    from skptr.datasets import make_transduction
+    from skptr.metrics import coarse_accuracy, fine_accuracy
+    from skptr.preprocessing import TextTokenizer
+
+    X, y = make_transduction(
+        "reversal", n_samples=80, min_length=1, max_length=5, vocab_size=3, random_state=0
+    )
+    sentences = np.array([" ".join(x) for x in X], dtype=object)  # "a b c" -> (a, b, c)
+    targets = np.array([tuple(t) for t in y], dtype=object)
+    transducer = NeuralStackTransducer(hidden_size=8, epochs=1, curriculum=False, random_state=0)
+    pipeline = make_pipeline(TextTokenizer(), transducer)
+    search = GridSearchCV(
+        pipeline,
+        {"neuralstacktransducer__hidden_size": [4, 8]},
+        cv=2,
+        n_jobs=2,
+        scoring=make_scorer(coarse_accuracy),
+    ).fit(sentences, targets)
+    assert search.best_estimator_.predict(sentences[:2]).shape == (2,)
+    assert isinstance(search.best_estimator_.predict(sentences[:1])[0], tuple)
+    scores = cross_val_score(transducer, X, y, cv=2, n_jobs=2, scoring=make_scorer(fine_accuracy))
+    assert scores.shape == (2,) and np.all((scores >= 0) & (scores <= 1))
