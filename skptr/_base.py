@@ -143,7 +143,7 @@ class SequenceEstimatorBase(BaseEstimator):
 
     _doc_link_module = "skptr"
     _doc_link_template = (
-        "https://skptr.readthedocs.io/en/latest/api/generated/skptr.{estimator_name}.html"
+        "https://skptr.readthedocs.io/en/latest/generated/skptr.{estimator_name}.html"
     )
 
     def _doc_link_url_param_generator(self):
