@@ -176,7 +176,8 @@ def transducer_speed(config, log):
     ----------
     config : dict
         ``memories``, ``lengths``, ``n_train`` (a function of the length giving the
-        sequences per timed epoch), ``n_infer``, ``repeats``.
+        sequences per timed epoch), ``n_infer``, ``repeats`` and optionally
+        ``jit_compile`` (XLA for the training step, default False).
     log : callable
         Progress printer.
 
@@ -204,16 +205,19 @@ def transducer_speed(config, log):
                 max_output_length=length + 1,
                 random_state=0,
             )
-            # A short (eager) fit builds the network; it is then compiled as the
-            # estimator compiles fits of 400 steps or more (XLA on), and one epoch
-            # traces and compiles the training step before the timed repeats.
+            # The network is built from the estimator's own hooks (a fit of fewer than
+            # 11 steps would run eagerly, which takes minutes at length 128), then
+            # compiled as the estimator compiles a fit (XLA only if
+            # config["jit_compile"]; the estimator turns it on for fits of 400 steps
+            # or more), and one epoch traces the training step before the timed
+            # repeats.
             with Stopwatch() as cold:
-                est.fit(X[:batch_size], y[:batch_size])
-                inputs, targets = est._prepare_training_data(X, y, reset=False)
+                inputs, targets = est._prepare_training_data(X, y, reset=True)
+                est.network_ = est._build_network()
                 est.network_.compile(
                     optimizer=keras.optimizers.Adam(est.learning_rate, clipnorm=est.clipnorm),
                     loss=est._loss(),
-                    jit_compile=True,
+                    jit_compile=bool(config.get("jit_compile", False)),
                 )
                 est.network_.fit(
                     inputs["stream"], targets, batch_size=batch_size, epochs=1, verbose=0
@@ -239,6 +243,7 @@ def transducer_speed(config, log):
                 "memory": "none" if memory is None else memory,
                 "length": length,
                 "batch_size": batch_size,
+                "jit_compile": bool(config.get("jit_compile", False)),
                 "predict_batch_size": est._predict_batch_size(),
                 "n_train": len(streams),
                 "n_infer": len(X_infer),
