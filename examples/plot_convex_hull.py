@@ -9,9 +9,9 @@ vertices, so the targets are *ordered subsets* of the input, and the network als
 when to stop: :class:`~skptr.PointerNetworkOrderer` adds an "end" position it can point
 at.
 
-A minute of training on 10-point sets gets about half of the hulls exactly right on
-held-out sets. The paper trained on a million examples; the figure shows what the
-remaining mistakes look like.
+Under a minute of training on 5000 sets of 10 points gets a large share of the held-out
+hulls exactly right and most of the others nearly right. The paper trained on a million
+examples; the figure shows what the remaining mistakes look like.
 """
 
 # %%

@@ -417,6 +417,7 @@ def plot_memory_trace(trace, tokens=None, *, axes=None, cmap="Blues", colorbar=T
             sharex=True,
             figsize=(max(5.0, 0.3 * n_steps + 2), 5),
             gridspec_kw={"height_ratios": [1, 2]},
+            layout="constrained",
         )
     top, bottom = axes
     fig = top.figure
