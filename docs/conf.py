@@ -25,7 +25,7 @@ extensions = [
 ]
 
 templates_path = ["_templates"]
-exclude_patterns = ["_build", "**.ipynb_checkpoints", "pointer_networks.md"]
+exclude_patterns = ["_build", "**.ipynb_checkpoints"]
 root_doc = "index"
 default_role = "obj"
 
