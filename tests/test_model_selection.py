@@ -54,6 +54,7 @@ def test_grid_search_on_a_pipeline_and_cross_val_score(data):
 def test_searches_with_two_worker_processes_and_a_custom_scorer(data):
     X, y = data
     scorer = make_scorer(sequence_accuracy)
+    # The shape of search users write first: GridSearchCV(est, {"hidden_size": [...]}).
     grid = GridSearchCV(
         PointerNetworkOrderer(**TINY),
         {"hidden_size": [4, 8]},

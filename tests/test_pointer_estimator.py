@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
-from sklearn.model_selection import GridSearchCV
 from sklearn.utils._param_validation import InvalidParameterError
 
 from skptr import PointerNetworkOrderer
@@ -214,17 +213,6 @@ def test_bad_hyperparameters_raise_naming_them(tiny_data, param, value):
     X, y = tiny_data
     with pytest.raises(InvalidParameterError, match=param):
         PointerNetworkOrderer(**{**SMALL, param: value}).fit(X, y)
-
-
-def test_grid_search_over_hidden_size(tiny_data):
-    X, y = tiny_data
-    search = GridSearchCV(
-        PointerNetworkOrderer(epochs=2, batch_size=64, random_state=0),
-        {"hidden_size": [16, 32]},
-        cv=2,
-    ).fit(X, y)
-    assert search.best_params_["hidden_size"] in (16, 32)
-    assert 0.0 <= search.best_score_ <= 1.0
 
 
 def test_learns_convex_hull_far_above_chance():
