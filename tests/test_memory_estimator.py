@@ -49,6 +49,17 @@ def test_unfitted_and_params():
         NeuralStackTransducer(memory="heap").fit(["ab"], ["ba"])
 
 
+def test_auto_defaults_depend_on_the_memory():
+    assert NeuralStackTransducer(memory="stack")._resolved_bptt_steps() == 0
+    assert NeuralStackTransducer(memory=None)._resolved_bptt_steps() is None
+    assert NeuralStackTransducer(memory="queue")._resolved_gate_noise() == 1.0
+    assert NeuralStackTransducer(memory="stack")._resolved_gate_noise() == 0.0
+    assert NeuralStackTransducer(memory="deque")._resolved_gate_noise() == 0.0
+    assert NeuralStackTransducer(memory="stack", gate_noise=0.5)._resolved_gate_noise() == 0.5
+    with pytest.raises(ValueError, match="gate_noise"):
+        NeuralStackTransducer(gate_noise=-1.0).fit(["ab"], ["ba"])
+
+
 @pytest.mark.parametrize(
     ("y", "kind"),
     [
@@ -127,6 +138,21 @@ def test_pickle_joblib_and_save_round_trips(fitted, reversal_data, tmp_path):
         np.testing.assert_array_equal(other.predict(X[:40]), expected)
 
 
+def test_queue_with_gate_noise_round_trips(tmp_path):
+    import skptr
+
+    X, y = make_transduction(
+        "copy", n_samples=60, min_length=1, max_length=4, vocab_size=2, random_state=0
+    )
+    est = NeuralStackTransducer(memory="queue", random_state=0, **SMALL).fit(X, y)
+    assert est.network_.controller.gate_noise == 1.0
+    expected = est.predict(X[:20])
+    np.testing.assert_array_equal(est.predict(X[:20]), expected)  # no noise in predict
+    est.save(tmp_path / "queue.skptr")
+    for other in (pickle.loads(pickle.dumps(est)), skptr.load(tmp_path / "queue.skptr")):
+        np.testing.assert_array_equal(other.predict(X[:20]), expected)
+
+
 def test_memory_trace(fitted):
     traces = fitted.memory_trace(["abc", "a"])
     for trace, source in zip(traces, ["abc", "a"], strict=True):
@@ -173,25 +199,28 @@ def test_grid_search_on_strings():
     assert search.predict(X[:3]).shape == (3,)
 
 
-def _generalisation(task, memory, random_state):
+def _generalisation(task, memory):
+    """Defaults, seed 0: fine and coarse accuracy on lengths 11-20 after training on 1-10."""
     X, y = make_transduction(
         task, n_samples=2000, min_length=1, max_length=10, vocab_size=2, random_state=0
     )
     X_long, y_long = make_transduction(
         task, n_samples=300, min_length=11, max_length=20, vocab_size=2, random_state=1
     )
-    est = NeuralStackTransducer(memory=memory, random_state=random_state)
+    est = NeuralStackTransducer(memory=memory, random_state=0)
     predictions = est.fit(X, y).predict(X_long)
     return fine_accuracy(y_long, predictions), coarse_accuracy(y_long, predictions)
 
 
 @pytest.mark.slow
 def test_stack_learns_reversal_and_generalises():
-    fine, _ = _generalisation("reversal", "stack", random_state=3)
+    fine, coarse = _generalisation("reversal", "stack")
     assert fine >= 0.95
+    assert coarse >= 0.8
 
 
 @pytest.mark.slow
 def test_queue_learns_copy_and_generalises():
-    fine, _ = _generalisation("copy", "queue", random_state=1)
+    fine, coarse = _generalisation("copy", "queue")
     assert fine >= 0.95
+    assert coarse >= 0.8

@@ -91,6 +91,50 @@ def test_deque_hand_computed():
     np.testing.assert_allclose(read[4:], 0.3 * V[1] + 0.3 * V[0] + 0.4 * V[2], atol=1e-6)
 
 
+def test_queue_pop_spans_several_slots():
+    # A pop larger than the front slot takes the rest from the next one (eq. 4), and
+    # the read takes the first 1.0 of strength from the front (eq. 5).
+    history = run(queue_step, [1.0, 0.6, 0.5, 0.0], [0.0, 0.0, 1.3, 0.4], V, n_slots=4)
+    np.testing.assert_allclose(history[1][0], [1.0, 0.6, 0, 0], atol=1e-6)
+    np.testing.assert_allclose(history[1][1], V[0], atol=1e-6)  # v2 lies behind 1.0 of v1
+    np.testing.assert_allclose(history[2][0], [0.0, 0.3, 0.5, 0], atol=1e-6)
+    np.testing.assert_allclose(history[2][1], 0.3 * V[1] + 0.5 * V[2], atol=1e-6)
+    np.testing.assert_allclose(history[3][0], [0.0, 0.0, 0.4, 0.0], atol=1e-6)
+    np.testing.assert_allclose(history[3][1], 0.4 * V[2], atol=1e-6)
+
+
+def test_deque_pops_span_several_slots():
+    values, strengths = initial_memory("deque", 1, 3, 4)
+
+    def step(values, strengths, push, pop, value, t):
+        return deque_step(
+            values,
+            strengths,
+            ops.convert_to_tensor(np.asarray([push], dtype="float32")),
+            ops.convert_to_tensor(np.asarray([pop], dtype="float32")),
+            ops.convert_to_tensor(np.asarray([value], dtype="float32")),
+            t,
+        )
+
+    # Step 0: v1 on top (1.0), v2 at the bottom (0.5).
+    values, strengths, read = step(values, strengths, [1.0, 0.5], [0, 0], [V[0], V[1]], 0)
+    np.testing.assert_allclose(np.asarray(strengths)[0], [0, 0, 0.5, 1.0, 0, 0], atol=1e-6)
+    np.testing.assert_allclose(np.asarray(read)[0], np.concatenate([V[0], 0.5 * (V[1] + V[0])]))
+    # Step 1: pop 0.7 from the bottom (all of v2 and 0.2 of v1), then push v3 on top
+    # (0.2) and v4 at the bottom (1.0).
+    values, strengths, read = step(values, strengths, [0.2, 1.0], [0, 0.7], [V[2], V[3]], 1)
+    np.testing.assert_allclose(np.asarray(strengths)[0], [0, 1.0, 0, 0.8, 0.2, 0], atol=1e-6)
+    read = np.asarray(read)[0]
+    np.testing.assert_allclose(read[:4], 0.2 * V[2] + 0.8 * V[0], atol=1e-6)
+    np.testing.assert_allclose(read[4:], V[3], atol=1e-6)
+    # Step 2: pop 0.5 from the top (all of v3 and 0.3 of v1), push nothing.
+    values, strengths, read = step(values, strengths, [0, 0], [0.5, 0], [V[0], V[0]], 2)
+    np.testing.assert_allclose(np.asarray(strengths)[0], [0, 1.0, 0, 0.5, 0, 0], atol=1e-6)
+    read = np.asarray(read)[0]
+    np.testing.assert_allclose(read[:4], 0.5 * V[0] + 0.5 * V[3], atol=1e-6)
+    np.testing.assert_allclose(read[4:], V[3], atol=1e-6)
+
+
 @pytest.mark.parametrize("kind", ["stack", "queue", "deque"])
 def test_gradients_reach_push_pop_and_values(kind):
     ends = 2 if kind == "deque" else 1
@@ -199,3 +243,18 @@ def test_truncated_gradients_keep_the_memory_path():
     grad = np.asarray(tape.gradient(loss, inputs))
     # The first input reaches the last output only through the memory.
     assert np.abs(grad[0, 0]).max() > 0
+
+
+def test_gate_noise_only_in_training():
+    keras.utils.set_random_seed(0)
+    noisy = MemoryController(4, memory="queue", memory_width=3, gate_noise=1.0)
+    noisy.build((None, None, 2))
+    quiet = MemoryController(4, memory="queue", memory_width=3)
+    quiet.build((None, None, 2))
+    quiet.set_weights(noisy.get_weights())
+    inputs = np.random.RandomState(0).normal(size=(2, 5, 2)).astype("float32")
+    expected = np.asarray(quiet(inputs, training=True))
+    np.testing.assert_allclose(np.asarray(noisy(inputs)), expected, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(noisy(inputs, training=False)), expected, atol=1e-6)
+    assert np.abs(np.asarray(noisy(inputs, training=True)) - expected).max() > 1e-3
+    assert MemoryController.from_config(noisy.get_config()).gate_noise == 1.0

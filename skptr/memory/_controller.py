@@ -50,15 +50,20 @@ class MemoryController(keras.layers.Layer):
         time, 0 stops them at every step. Gradients through the memory and the read
         vector are never truncated, so small values make the memory the only way to
         learn long-range dependencies.
+    gate_noise : float, default=0.0
+        Standard deviation of the Gaussian noise added, in training only, to the push
+        and pop logits before their sigmoids.
     **kwargs
         Passed to :class:`keras.layers.Layer`.
 
     Notes
     -----
-    ``call(inputs, mask=None)`` takes embedded tokens of shape (batch, steps, features)
-    and returns the hidden states, shape (batch, steps, units). ``mask`` (batch, steps),
-    if given, marks the steps that count: on the others the state and the memory are
-    carried over unchanged, which lets batched decoding left-pad its sources.
+    ``call(inputs, mask=None, training=None)`` takes embedded tokens of shape (batch,
+    steps, features) and returns the hidden states, shape (batch, steps, units).
+    ``mask`` (batch, steps), if given, marks the steps that count: on the others the
+    state and the memory are carried over unchanged, which lets batched decoding
+    left-pad its sources. With ``training`` true, ``gate_noise`` is added to the push
+    and pop logits.
     ``call(..., return_traces=True)`` also returns a dict with the per-step push and pop
     strengths, the memory strengths and the read vectors.
     """
@@ -72,6 +77,7 @@ class MemoryController(keras.layers.Layer):
         pop_bias=-1.0,
         push_bias=0.0,
         state_bptt_steps=None,
+        gate_noise=0.0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -86,6 +92,12 @@ class MemoryController(keras.layers.Layer):
         self.pop_bias = float(pop_bias)
         self.push_bias = float(push_bias)
         self.state_bptt_steps = None if state_bptt_steps is None else int(state_bptt_steps)
+        self.gate_noise = float(gate_noise)
+        # Created only when used, so that noiseless controllers draw the same initial
+        # weights from a given global seed as they would without this option.
+        self.seed_generator = None
+        if memory is not None and self.gate_noise > 0:
+            self.seed_generator = keras.random.SeedGenerator(name="gate_noise_seed")
         self.n_ends = 0 if memory is None else memory_ends(memory)
         self.read_size = self.n_ends * self.memory_width
         self.supports_masking = True
@@ -211,7 +223,7 @@ class MemoryController(keras.layers.Layer):
             state = (*state, values, strengths, read)
         return state
 
-    def step(self, state, inputs, step, weights, active=None):
+    def step(self, state, inputs, step, weights, active=None, noise=None):
         """Advance the controller and its memory by one step.
 
         Parameters
@@ -226,6 +238,8 @@ class MemoryController(keras.layers.Layer):
             As returned by :meth:`step_weights`.
         active : bool tensor of shape (batch,), optional
             Samples for which the step counts; the others keep their state.
+        noise : tensor of shape (batch, 2 * ends), optional
+            Added to the push and pop logits (push columns first).
 
         Returns
         -------
@@ -261,6 +275,8 @@ class MemoryController(keras.layers.Layer):
         if self.memory is not None:
             k = self.n_ends
             heads = ops.matmul(h, weights["head_kernel"]) + weights["head_bias"]
+            if noise is not None:
+                heads = ops.concatenate([heads[:, : 2 * k] + noise, heads[:, 2 * k :]], axis=-1)
             push = ops.sigmoid(heads[:, :k])
             pop = ops.sigmoid(heads[:, k : 2 * k])
             value = ops.reshape(ops.tanh(heads[:, 2 * k :]), (-1, k, self.memory_width))
@@ -277,7 +293,9 @@ class MemoryController(keras.layers.Layer):
             )
         return new_state, trace
 
-    def run(self, state, inputs, weights, mask=None, first_step=0, return_traces=False):
+    def run(
+        self, state, inputs, weights, mask=None, first_step=0, return_traces=False, noise=None
+    ):
         """Run :meth:`step` over a whole sequence in one compiled loop.
 
         Parameters
@@ -295,6 +313,8 @@ class MemoryController(keras.layers.Layer):
             Index of the first step (memory slot of its push).
         return_traces : bool, default=False
             Whether to collect the per-step memory traces.
+        noise : tensor of shape (batch, steps, 2 * ends), optional
+            Added to the push and pop logits at every step (see :meth:`step`).
 
         Returns
         -------
@@ -311,6 +331,7 @@ class MemoryController(keras.layers.Layer):
             n_steps = ops.shape(inputs)[1]
         time_major = ops.transpose(inputs, (1, 0, 2))
         active = None if mask is None else ops.transpose(ops.cast(mask, "bool"), (1, 0))
+        noise = None if noise is None else ops.transpose(noise, (1, 0, 2))
         dtype = self.compute_dtype
         sizes = [self.units]
         if return_traces and self.memory is not None:
@@ -325,7 +346,12 @@ class MemoryController(keras.layers.Layer):
             state = self._truncate(state, first_step + t)
             step_active = None if active is None else active[t]
             new_state, trace = self.step(
-                state, time_major[t], first_step + t, weights, active=step_active
+                state,
+                time_major[t],
+                first_step + t,
+                weights,
+                active=step_active,
+                noise=None if noise is None else noise[t],
             )
             produced = (new_state[0], *trace)
             outputs = tuple(
@@ -357,11 +383,24 @@ class MemoryController(keras.layers.Layer):
             )
         return recurrent + tuple(state[n_recurrent:])
 
-    def call(self, inputs, mask=None, return_traces=False):
-        n_steps = ops.shape(inputs)[1]
-        state = self.get_initial_state(ops.shape(inputs)[0], n_steps)
+    def call(self, inputs, mask=None, training=None, return_traces=False):
+        batch_size, n_steps = ops.shape(inputs)[0], ops.shape(inputs)[1]
+        state = self.get_initial_state(batch_size, n_steps)
+        noise = None
+        if training and self.seed_generator is not None:
+            noise = keras.random.normal(
+                (batch_size, n_steps, 2 * self.n_ends),
+                stddev=self.gate_noise,
+                dtype=self.compute_dtype,
+                seed=self.seed_generator,
+            )
         _, outputs = self.run(
-            state, inputs, self.step_weights(), mask=mask, return_traces=return_traces
+            state,
+            inputs,
+            self.step_weights(),
+            mask=mask,
+            return_traces=return_traces,
+            noise=noise,
         )
         if not return_traces:
             return outputs[0]
@@ -381,6 +420,7 @@ class MemoryController(keras.layers.Layer):
             pop_bias=self.pop_bias,
             push_bias=self.push_bias,
             state_bptt_steps=self.state_bptt_steps,
+            gate_noise=self.gate_noise,
         )
         return config
 

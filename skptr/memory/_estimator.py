@@ -38,6 +38,8 @@ _JIT_MIN_STEPS = 400
 _CURRICULUM_LOSS = 0.05
 _CURRICULUM_PATIENCE = 4
 _CURRICULUM_STAGES = 4
+# ``gate_noise="auto"``: training noise on the push and pop logits, per memory.
+_AUTO_GATE_NOISE = {"queue": 1.0}
 
 
 class NeuralStackTransducer(SequenceEstimatorBase):
@@ -75,7 +77,18 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         the memory as the only way to learn long-range dependencies, which is what
         makes the network generalise to longer inputs instead of memorising short
         ones in its state. ``None`` is full backpropagation through time; ``"auto"``
-        is 0 with a memory and ``None`` without one.
+        is 0 with a memory and ``None`` without one. Tasks in which the controller
+        must hold a token for a step, such as bigram flip, fit their training data
+        only with longer truncations, but then generalise less to longer inputs.
+    gate_noise : float or "auto", default="auto"
+        Standard deviation of Gaussian noise added to the push and pop logits in
+        training (never in ``predict``). Noisy strengths only carry information once
+        saturated, so the noise drives the controller to push and pop whole items.
+        Strengths slightly off 0 or 1 cost little on training lengths, but their
+        errors add up along longer inputs: a queue that pops a little more than it
+        pushed drifts further and further past the item it should read. ``"auto"``
+        is 1.0 for the queue and 0 for the stack and the deque (on the stack the
+        noise hinders learning, and its controllers saturate without it).
     curriculum : bool, default=True
         Start training on the shortest sources (about a quarter of the length range)
         and admit longer ones, in a few stages, whenever the training loss per token
@@ -166,6 +179,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
             StrOptions({"auto"}),
             None,
         ],
+        "gate_noise": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
         "curriculum": ["boolean"],
         "handle_unknown": [StrOptions({"error", "ignore"})],
         "max_output_length": [Interval(Integral, 1, None, closed="left"), None],
@@ -181,6 +195,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         pop_bias=-1.0,
         push_bias=0.0,
         state_bptt_steps="auto",
+        gate_noise="auto",
         curriculum=True,
         handle_unknown="error",
         max_output_length=None,
@@ -204,6 +219,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         self.pop_bias = pop_bias
         self.push_bias = push_bias
         self.state_bptt_steps = state_bptt_steps
+        self.gate_noise = gate_noise
         self.curriculum = curriculum
         self.handle_unknown = handle_unknown
         self.max_output_length = max_output_length
@@ -270,6 +286,11 @@ class NeuralStackTransducer(SequenceEstimatorBase):
             return None if self.memory is None else 0
         return self.state_bptt_steps
 
+    def _resolved_gate_noise(self):
+        if self.gate_noise == "auto":
+            return _AUTO_GATE_NOISE.get(self.memory, 0.0)
+        return float(self.gate_noise)
+
     def _build_network(self):
         network = TransducerNetwork(
             n_input_tokens=len(self.input_vocabulary_),
@@ -282,6 +303,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
             pop_bias=self.pop_bias,
             push_bias=self.push_bias,
             state_bptt_steps=self._resolved_bptt_steps(),
+            gate_noise=self._resolved_gate_noise(),
         )
         network.build()
         return network

@@ -55,6 +55,9 @@ class TransducerNetwork(keras.Model):
     state_bptt_steps : int or None
         Truncation of the gradients through the controller's recurrent state (see
         :class:`~skptr.memory._controller.MemoryController`).
+    gate_noise : float, default=0.0
+        Training noise on the push and pop logits (see
+        :class:`~skptr.memory._controller.MemoryController`).
     **kwargs
         Passed to :class:`keras.Model`.
     """
@@ -71,6 +74,7 @@ class TransducerNetwork(keras.Model):
         pop_bias=-1.0,
         push_bias=0.0,
         state_bptt_steps=None,
+        gate_noise=0.0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -84,6 +88,7 @@ class TransducerNetwork(keras.Model):
         self.pop_bias = float(pop_bias)
         self.push_bias = float(push_bias)
         self.state_bptt_steps = state_bptt_steps
+        self.gate_noise = float(gate_noise)
         self.output_offset = _N_RESERVED + self.n_input_tokens
         self.embedding = layers.Embedding(
             self.output_offset + self.n_output_tokens, self.embedding_dim, name="embedding"
@@ -96,6 +101,7 @@ class TransducerNetwork(keras.Model):
             pop_bias=pop_bias,
             push_bias=push_bias,
             state_bptt_steps=state_bptt_steps,
+            gate_noise=gate_noise,
             name="controller",
         )
         self.readout = layers.Dense(self.n_output_tokens + 1, name="readout")
@@ -106,18 +112,20 @@ class TransducerNetwork(keras.Model):
         self.readout.build((None, None, self.hidden_size))
         self.built = True
 
-    def call(self, stream):
+    def call(self, stream, training=None):
         """Logits of the next target token at every step of the stream.
 
         Parameters
         ----------
         stream : int tensor of shape (batch, steps)
+        training : bool, optional
+            Whether the call is a training step (which adds the gate noise).
 
         Returns
         -------
         tensor of shape (batch, steps, n_output_tokens + 1)
         """
-        hidden = self.controller(self.embedding(stream))
+        hidden = self.controller(self.embedding(stream), training=training)
         return self.readout(hidden)
 
     def traces(self, stream):
@@ -202,6 +210,7 @@ class TransducerNetwork(keras.Model):
             pop_bias=self.pop_bias,
             push_bias=self.push_bias,
             state_bptt_steps=self.state_bptt_steps,
+            gate_noise=self.gate_noise,
         )
         return config
 
