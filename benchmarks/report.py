@@ -464,10 +464,10 @@ def build_blocks(data, run):
                 [
                     "estimator",
                     "samples \u00d7 epochs",
-                    "est.fit",
-                    "network_.fit",
+                    "`est.fit`",
+                    "`network_.fit`",
                     "overhead",
-                    "network_.fit after set_random_seed",
+                    "`network_.fit` after `set_random_seed`",
                     "data preparation",
                     "cold first fit",
                 ],
