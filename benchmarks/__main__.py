@@ -237,6 +237,7 @@ def main(argv=None):
             run["sections"][name] = {
                 "wall_s": seconds,
                 "finished": time.strftime("%Y-%m-%d %H:%M"),
+                "skptr_commit": device["skptr_commit"],
             }
             log(f"{name} done in {seconds:.0f} s")
         run["wall_s"] = time.perf_counter() - start

@@ -6,6 +6,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import time
 from pathlib import Path
 
@@ -20,6 +21,7 @@ __all__ = [
     "load_average",
     "median_rate",
     "read_json",
+    "source_version",
     "write_json",
 ]
 
@@ -62,6 +64,35 @@ def load_average():
         return None
 
 
+def source_version():
+    """The git commit of the checkout, with ``+dirty`` when ``skptr/`` has local changes.
+
+    Returns
+    -------
+    str or None
+        Short commit hash, or None outside a git checkout.
+    """
+    root = Path(__file__).parent.parent
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "skptr"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return commit + ("+dirty" if dirty else "")
+
+
 def device_info():
     """Describe the machine and the software the benchmarks run on.
 
@@ -95,6 +126,7 @@ def device_info():
         "scikit-learn": sklearn.__version__,
         "numpy": np.__version__,
         "skptr": skptr.__version__,
+        "skptr_commit": source_version(),
     }
 
 

@@ -309,6 +309,18 @@ def build_blocks(data, run):
             "each row states its budget."
         )
     )
+    blocks.append(heading("Running the benchmarks", 2))
+    blocks.append(
+        para(
+            "`make bench` (or `python -m benchmarks`) runs every section below and writes "
+            "`benchmarks/results/*.json`, this report and its plots; `--only SECTION ...` "
+            "reruns some sections and `--report-only` rebuilds the report from the saved "
+            "results. `make bench ARGS=--quick` runs every section on tiny budgets in a "
+            "few minutes, as the CI smoke test, and writes to `benchmarks/results/quick/` "
+            "instead. A GPU is used automatically when TensorFlow sees one, and the device "
+            "is recorded with the results."
+        )
+    )
     sections = run.get("sections", {})
     total = sum(s["wall_s"] for s in sections.values())
     blocks.append(heading("Machine and run", 2))
@@ -331,7 +343,14 @@ def build_blocks(data, run):
                 ],
                 ["wall time of all sections", f"{total / 60:.1f} min"],
             ]
-            + [[f"— {name}", f"{s['wall_s']:.0f} s"] for name, s in sections.items()],
+            + [
+                [
+                    f"— {name}",
+                    f"{s['wall_s']:.0f} s, finished {s.get('finished', '?')}, skptr at "
+                    f"{s.get('skptr_commit') or 'an unrecorded commit'}",
+                ]
+                for name, s in sections.items()
+            ],
         )
     )
 
