@@ -45,9 +45,12 @@ from ._persistence import save as _save_estimator
 __all__ = ["SequenceEstimatorBase"]
 
 _MAX_SEED = 2**31 - 1
-# Tracing a training graph costs a few seconds; below this many gradient steps a fit
-# runs eagerly, which is faster overall (small searches, smoke tests, tiny data).
+# Tracing a training graph costs a few seconds; a fit of at most this many gradient
+# steps over sequences of at most this many steps runs eagerly, which is faster overall
+# (small searches, smoke tests, tiny data). Eager steps loop over time in Python, so
+# long sequences are always traced.
 EAGER_STEP_LIMIT = 10
+EAGER_LENGTH_LIMIT = 64
 
 
 def _draw_seed(random_state):
@@ -82,6 +85,12 @@ def _take(data, indices):
     if isinstance(data, dict):
         return {key: value[indices] for key, value in data.items()}
     return data[indices]
+
+
+def _length(data):
+    """Longest time axis (axis 1) among the model inputs."""
+    arrays = data.values() if isinstance(data, dict) else [data]
+    return max((a.shape[1] for a in arrays if np.ndim(a) >= 2), default=0)
 
 
 def _n_samples(data):
@@ -212,7 +221,7 @@ class SequenceEstimatorBase(BaseEstimator):
             inputs, targets, validation_data = self._split_validation(inputs, targets, seed)
             if getattr(self.network_, "optimizer", None) is None or reset:
                 n_steps = self.epochs * -(-_n_samples(inputs) // self.batch_size)
-                self._compile(run_eagerly=n_steps <= EAGER_STEP_LIMIT)
+                self._compile(n_steps, _length(inputs))
             self._clear_cache()
             callbacks = self._fit_callbacks(validation_data is not None)
             histories = self._train(inputs, targets, validation_data, callbacks)
@@ -222,10 +231,18 @@ class SequenceEstimatorBase(BaseEstimator):
         self.n_iter_ = len(self.history_.get("loss", []))
         return self
 
-    def _compile(self, run_eagerly=False):
+    def _use_xla(self, n_steps, length):
+        """Whether to compile training with XLA; subclasses opt in where it pays."""
+        return False
+
+    def _compile(self, n_steps, length):
+        eager = n_steps <= EAGER_STEP_LIMIT and length <= EAGER_LENGTH_LIMIT
         optimizer = keras.optimizers.Adam(learning_rate=self.learning_rate, clipnorm=self.clipnorm)
         self.network_.compile(
-            optimizer=optimizer, loss=self._loss(), jit_compile=False, run_eagerly=run_eagerly
+            optimizer=optimizer,
+            loss=self._loss(),
+            jit_compile=not eager and self._use_xla(n_steps, length),
+            run_eagerly=eager,
         )
 
     def _split_validation(self, inputs, targets, seed):

@@ -31,8 +31,10 @@ _INFERENCE = weakref.WeakKeyDictionary()
 
 # Input token ``j`` has stream id ``_FIRST_INPUT_ID + j``.
 _FIRST_INPUT_ID = 3
-# Below this many gradient steps, XLA compilation costs more time than it saves.
+# Below this many gradient steps, XLA compilation costs more time than it saves; its
+# compile time also grows with the sequence length (about 110 s at 257 steps).
 _JIT_MIN_STEPS = 400
+_JIT_MAX_LENGTH = 128
 # Curriculum: the mean per-token training loss under which longer sequences are
 # admitted, and the number of epochs after which they are admitted anyway.
 _CURRICULUM_LOSS = 0.05
@@ -311,20 +313,8 @@ class NeuralStackTransducer(SequenceEstimatorBase):
     def _loss(self):
         return keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=-1)
 
-    def _compile(self, run_eagerly=False):
-        n_samples = getattr(self, "_cache_n_train", 0)
-        n_steps = self.epochs * math.ceil(n_samples / self.batch_size)
-        optimizer = keras.optimizers.Adam(learning_rate=self.learning_rate, clipnorm=self.clipnorm)
-        self.network_.compile(
-            optimizer=optimizer,
-            loss=self._loss(),
-            jit_compile=bool(not run_eagerly and n_steps >= _JIT_MIN_STEPS),
-            run_eagerly=run_eagerly,
-        )
-
-    def _split_validation(self, inputs, targets, seed):
-        self._cache_n_train = len(targets)
-        return super()._split_validation(inputs, targets, seed)
+    def _use_xla(self, n_steps, length):
+        return n_steps >= _JIT_MIN_STEPS and length <= _JIT_MAX_LENGTH
 
     def _train(self, inputs, targets, validation_data, callbacks):
         # Drawn inside the base class's seeded block, hence repeatable.
