@@ -20,6 +20,9 @@ Hooks a subclass implements
 ``_train(inputs, targets, validation_data, callbacks)`` (optional)
     Run the optimisation and return the list of Keras ``History`` objects; the default
     is one ``network_.fit`` call. Override it for schedules such as a curriculum.
+``_use_xla(n_steps, length)`` (optional)
+    Whether to compile the training step with XLA, given the number of gradient steps
+    and the longest input; the default is never.
 
 Attributes whose names start with ``_cache_`` are transient (compiled inference
 functions and the like): they are dropped when pickling and rebuilt on demand.
