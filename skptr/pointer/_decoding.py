@@ -29,8 +29,23 @@ def _write_step(buffer, step, values):
     return ops.where(at_step, ops.expand_dims(values, 1), buffer)
 
 
-def _is_finished(chosen_count, lengths, choice, end_index):
-    return ops.logical_or(choice == end_index, chosen_count >= lengths)
+def _advance(chosen, finished, choice, lengths, n_steps):
+    """Record ``choice`` for the rows still running.
+
+    Returns the updated chosen-position mask, the emitted index (-1 for the end of
+    output and for rows that had already finished), the updated finished flags, and
+    which rows were running before this step.
+    """
+    running = ops.logical_not(finished)
+    n_pointers = n_steps + 1
+    picked = ops.logical_and(ops.one_hot(choice, n_pointers) > 0.5, running[:, None])
+    chosen = ops.logical_or(chosen, picked)
+    emitted = ops.where(
+        ops.logical_and(running, choice != n_steps), choice, ops.full_like(choice, -1)
+    )
+    count = ops.sum(ops.cast(chosen[:, :n_steps], "int32"), axis=-1)
+    ended = ops.logical_or(choice == n_steps, count >= lengths)
+    return chosen, emitted, ops.logical_or(finished, ended), running
 
 
 def greedy_decode(network, values, lengths):
@@ -69,18 +84,10 @@ def greedy_decode(network, values, lengths):
         logits = masked_logits(network.attention.score(output, prepared), allowed)
         log_probs = ops.log_softmax(logits, axis=-1)
         choice = ops.cast(ops.argmax(logits, axis=-1), "int32")
+        chosen, emitted, finished, running = _advance(chosen, finished, choice, lengths, n_steps)
         picked = ops.take_along_axis(log_probs, choice[:, None], axis=-1)[:, 0]
-        running = ops.logical_not(finished)
         log_likelihood = log_likelihood + ops.where(running, picked, 0.0)
-        chosen = ops.logical_or(
-            chosen, ops.logical_and(ops.one_hot(choice, n_pointers) > 0.5, running[:, None])
-        )
-        emitted = ops.where(
-            ops.logical_and(running, choice != n_steps), choice, ops.full_like(choice, -1)
-        )
         probabilities = ops.where(running[:, None], ops.exp(log_probs), 0.0)
-        count = ops.sum(ops.cast(chosen[:, :n_steps], "int32"), axis=-1)
-        finished = ops.logical_or(finished, _is_finished(count, lengths, choice, n_steps))
         orderings = _write_step(orderings, index, emitted)
         distributions = _write_step(distributions, index, probabilities)
         return states, choice, chosen, finished, orderings, distributions, log_likelihood
@@ -160,17 +167,9 @@ def beam_decode(network, values, lengths, beam_width):
             return ops.take(tensor, source, axis=0)
 
         states = [[gather(s) for s in layer] for layer in states]
-        was_finished = gather(finished)
-        running = ops.logical_not(was_finished)
-        chosen = ops.logical_or(
-            gather(chosen),
-            ops.logical_and(ops.one_hot(choice, n_pointers) > 0.5, running[:, None]),
+        chosen, emitted, finished, running = _advance(
+            gather(chosen), gather(finished), choice, lengths, n_steps
         )
-        emitted = ops.where(
-            ops.logical_and(running, choice != n_steps), choice, ops.full_like(choice, -1)
-        )
-        count = ops.sum(ops.cast(chosen[:, :n_steps], "int32"), axis=-1)
-        finished = ops.logical_or(was_finished, _is_finished(count, lengths, choice, n_steps))
         orderings = _write_step(gather(orderings), index, emitted)
         distributions = _write_step(
             gather(distributions), index, ops.where(running[:, None], gather(probabilities), 0.0)
