@@ -1,11 +1,14 @@
 """Turning user input into padded arrays with lengths, and validating it.
 
-Every estimator in skptr accepts sequences in several shapes. This module is the one
-place where they are checked and converted, so that bad input fails early with a
-message that names the offending sample instead of a backend traceback.
+Every estimator in skptr accepts sequences in several shapes: numeric sequences,
+orderings (index sequences into them) and token sequences. This module is the one place
+where they are checked and converted, so that bad input fails early with a message that
+names the offending sample instead of a backend traceback.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -13,6 +16,7 @@ __all__ = [
     "PaddedSequences",
     "check_numeric_sequences",
     "check_orderings",
+    "check_token_sequences",
     "ordering_lengths",
 ]
 
@@ -84,33 +88,56 @@ def _as_numeric_array(sample, index, name):
     return array.astype(np.float64, copy=False)
 
 
-def _split_samples(X, name):
-    """Return a list of per-sample arrays from any accepted container."""
+def _split_samples(X, name, *, what, array_layout, array_ndims):
+    """Return the samples of any accepted container as a list.
+
+    Parameters
+    ----------
+    X : object
+        The user's container of samples.
+    name : str
+        Name of the argument, used in error messages.
+    what : str
+        What the samples are (e.g. ``"token sequences"``), used in error messages.
+    array_layout : str
+        The accepted array shapes in words, used in error messages.
+    array_ndims : tuple of int
+        Dimensions a non-object NumPy array may have.
+
+    Raises
+    ------
+    TypeError
+        If ``X`` is sparse, a single string or not a collection.
+    ValueError
+        If ``X`` is an array with the wrong number of dimensions, or is empty.
+    """
+    if hasattr(X, "toarray") or hasattr(X, "tocsr"):
+        raise TypeError(
+            f"{name} is a sparse matrix; sparse input is not supported, pass dense {what}."
+        )
     if isinstance(X, str | bytes):
         raise TypeError(
-            f"{name} must be a sequence of samples (an array or a list of arrays), "
-            f"got a single {type(X).__name__}."
+            f"{name} must be a collection of {what} (an array or a list), got a single "
+            f"{type(X).__name__}."
         )
-    if hasattr(X, "toarray") or hasattr(X, "tocsr"):
-        raise TypeError(f"{name} is a sparse matrix; skptr needs dense sequences.")
-    if isinstance(X, np.ndarray) and X.dtype != object:
-        if X.ndim not in (2, 3):
-            raise ValueError(
-                f"{name} must be 2-D (n_samples, n_steps), 3-D (n_samples, n_steps, "
-                f"n_features) or a list of per-sample arrays; got an array of shape "
-                f"{X.shape}. Reshape your data: a single sequence s is passed as [s]."
-            )
-        return list(X)
-    if hasattr(X, "to_numpy") and not isinstance(X, list | tuple):
-        return _split_samples(X.to_numpy(), name)
-    if hasattr(X, "__array__") and not isinstance(X, list | tuple | np.ndarray):
-        return _split_samples(np.asarray(X), name)
+    if not isinstance(X, list | tuple | np.ndarray):
+        if hasattr(X, "to_numpy"):
+            X = X.to_numpy()
+        elif hasattr(X, "__array__"):
+            X = np.asarray(X)
+    if isinstance(X, np.ndarray) and X.dtype != object and X.ndim not in array_ndims:
+        raise ValueError(
+            f"{name} must be {array_layout} or a list of {what}; got an array of shape "
+            f"{X.shape}. Reshape your data: a single sequence s is passed as [s]."
+        )
     try:
         samples = list(X)
     except TypeError:
         raise TypeError(
-            f"{name} must be an array or a list of per-sample sequences, got {type(X).__name__}."
+            f"{name} must be a collection of {what} (an array or a list), got {type(X).__name__}."
         ) from None
+    if not samples:
+        raise ValueError(f"{name} holds no samples; at least one sequence is required.")
     return samples
 
 
@@ -144,9 +171,13 @@ def check_numeric_sequences(X, *, n_features=None, name="X", dtype=np.float32):
     TypeError
         If ``X`` is not a collection of samples.
     """
-    samples = _split_samples(X, name)
-    if len(samples) == 0:
-        raise ValueError(f"{name} holds no samples; at least one sequence is required.")
+    samples = _split_samples(
+        X,
+        name,
+        what="numeric sequences",
+        array_layout="2-D (n_samples, n_steps), 3-D (n_samples, n_steps, n_features)",
+        array_ndims=(2, 3),
+    )
     arrays = []
     reference = None
     for index, sample in enumerate(samples):
@@ -185,6 +216,98 @@ def check_numeric_sequences(X, *, n_features=None, name="X", dtype=np.float32):
     for i, array in enumerate(arrays):
         values[i, : array.shape[0]] = array
     return PaddedSequences(values, lengths)
+
+
+def _check_token(token, index, position, name):
+    try:
+        hash(token)
+    except TypeError:
+        raise ValueError(
+            f"{name}[{index}] has an unhashable token at position {position} "
+            f"({type(token).__name__}); tokens must be hashable (str, int, tuple, ...)."
+        ) from None
+    if isinstance(token, complex):
+        raise ValueError(
+            f"{name}[{index}] has the complex token {token!r} at position {position}: "
+            "Complex data not supported; tokens are discrete symbols (str, int, tuple, ...)."
+        )
+    if isinstance(token, float):
+        what = "a NaN token" if math.isnan(token) else f"the number token {token!r}"
+        raise ValueError(
+            f"{name}[{index}] has {what} at position {position}; tokens are "
+            "discrete symbols (str, int, tuple, ...), not floating-point numbers. Convert "
+            "integer-valued floats with .astype(int)."
+        )
+
+
+def _sample_tokens(sample, index, name):
+    if sample is None:
+        raise ValueError(f"{name}[{index}] is None; every sample must be a token sequence.")
+    if isinstance(sample, str):
+        return list(sample)
+    if isinstance(sample, bytes):
+        raise ValueError(
+            f"{name}[{index}] is a bytes object; decode it to str first (or pass a list "
+            "of tokens)."
+        )
+    if isinstance(sample, np.ndarray):
+        if sample.ndim != 1:
+            raise ValueError(
+                f"{name}[{index}] must be a 1-D sequence of tokens, got an array of shape "
+                f"{sample.shape}."
+            )
+        tokens = sample.tolist()
+    elif isinstance(sample, list | tuple):
+        tokens = list(sample)
+    elif isinstance(sample, dict | set | frozenset) or not hasattr(sample, "__iter__"):
+        raise ValueError(
+            f"{name}[{index}] is a {type(sample).__name__}, not a token sequence (a string, "
+            "a list or tuple of tokens, or a 1-D array)."
+        )
+    else:
+        tokens = list(sample)
+    for position, token in enumerate(tokens):
+        if isinstance(token, np.generic):
+            token = token.item()
+            tokens[position] = token
+        _check_token(token, index, position, name)
+    return tokens
+
+
+def check_token_sequences(X, name="X"):
+    """Validate a collection of token sequences.
+
+    Parameters
+    ----------
+    X : sequence of token sequences
+        Strings, lists or tuples of hashable tokens, or 1-D arrays; a 2-D array is read
+        as one sequence per row. Lengths may differ; empty sequences are allowed.
+    name : str, default="X"
+        Name of the argument, used in error messages.
+
+    Returns
+    -------
+    tokens : list of list
+        The tokens of each sample, as Python objects (NumPy scalars are converted).
+    samples : list
+        The samples as given, used to learn the kind of the sequences.
+
+    Raises
+    ------
+    ValueError
+        If a sample is not a token sequence, holds an unhashable or NaN token, or is a
+        multi-dimensional array, naming the sample.
+    TypeError
+        If ``X`` is not a collection of samples.
+    """
+    samples = _split_samples(
+        X,
+        name,
+        what="token sequences",
+        array_layout="2-D (one token sequence per row)",
+        array_ndims=(2,),
+    )
+    return [_sample_tokens(s, i, name) for i, s in enumerate(samples)], samples
 
 
 def _ordering_samples(y, name):

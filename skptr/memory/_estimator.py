@@ -13,10 +13,10 @@ from keras import ops
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._base import SequenceEstimatorBase
+from .._sequences import check_token_sequences
 from ..metrics import fine_accuracy
 from ._network import PAD, SEPARATOR, UNKNOWN, GreedyDecoder, TransducerNetwork
 from ._tokens import (
-    check_token_sequences,
     decode_tokens,
     encode_tokens,
     learn_vocabulary,

@@ -1,140 +1,21 @@
-"""Token sequences: validation, vocabularies and conversion to and from ids.
+"""Token sequences: vocabularies and conversion to and from ids.
 
 A token sequence is a string (each character a token), a list or tuple of hashable
-tokens, or a 1-D array. These helpers turn a collection of them into lists of Python
-tokens, learn vocabularies, map tokens to ids with clear errors, and give predictions
-back in the form the training targets had.
+tokens, or a 1-D array; :func:`skptr._sequences.check_token_sequences` validates them.
+These helpers learn vocabularies, map tokens to ids with clear errors, and give
+predictions back in the form the training targets had.
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 __all__ = [
-    "check_token_sequences",
     "decode_tokens",
     "encode_tokens",
     "learn_vocabulary",
     "sequence_kind",
 ]
-
-
-def _split_samples(X, name):
-    if hasattr(X, "tocsr") or hasattr(X, "toarray"):
-        raise TypeError(
-            f"{name} is a sparse matrix; sparse input is not supported, pass token "
-            "sequences (strings, lists of tokens or 1-D arrays)."
-        )
-    if isinstance(X, str | bytes):
-        raise TypeError(
-            f"{name} must be a collection of token sequences (e.g. a list of strings), "
-            f"got a single {type(X).__name__}."
-        )
-    if isinstance(X, np.ndarray) and X.dtype != object and X.ndim != 2:
-        raise ValueError(
-            f"{name} must be a 1-D collection of token sequences or a 2-D array (one "
-            f"sequence per row); got an array of shape {X.shape}. Reshape your data: a "
-            "single sequence s is passed as [s]."
-        )
-    if hasattr(X, "to_numpy") and not isinstance(X, list | tuple):
-        X = X.to_numpy()
-    try:
-        samples = list(X)
-    except TypeError:
-        raise TypeError(
-            f"{name} must be a collection of token sequences, got {type(X).__name__}."
-        ) from None
-    if not samples:
-        raise ValueError(f"{name} holds no samples; at least one sequence is required.")
-    return samples
-
-
-def _check_token(token, index, position, name):
-    try:
-        hash(token)
-    except TypeError:
-        raise ValueError(
-            f"{name}[{index}] has an unhashable token at position {position} "
-            f"({type(token).__name__}); tokens must be hashable (str, int, tuple, ...)."
-        ) from None
-    if isinstance(token, complex):
-        raise ValueError(
-            f"{name}[{index}] has the complex token {token!r} at position {position}: "
-            "Complex data not supported; tokens are discrete symbols (str, int, tuple, ...)."
-        )
-    if isinstance(token, float):
-        what = "a NaN token" if math.isnan(token) else f"the number token {token!r}"
-        raise ValueError(
-            f"{name}[{index}] has {what} at position {position}; tokens are "
-            "discrete symbols (str, int, tuple, ...), not floating-point numbers. Convert "
-            "integer-valued floats with .astype(int)."
-        )
-
-
-def _sample_tokens(sample, index, name):
-    if sample is None:
-        raise ValueError(f"{name}[{index}] is None; every sample must be a token sequence.")
-    if isinstance(sample, str):
-        return list(sample)
-    if isinstance(sample, bytes):
-        raise ValueError(
-            f"{name}[{index}] is a bytes object; decode it to str first (or pass a list "
-            "of tokens)."
-        )
-    if isinstance(sample, np.ndarray):
-        if sample.ndim != 1:
-            raise ValueError(
-                f"{name}[{index}] must be a 1-D sequence of tokens, got an array of shape "
-                f"{sample.shape}."
-            )
-        tokens = sample.tolist()
-    elif isinstance(sample, list | tuple):
-        tokens = list(sample)
-    elif isinstance(sample, dict | set | frozenset) or not hasattr(sample, "__iter__"):
-        raise ValueError(
-            f"{name}[{index}] is a {type(sample).__name__}, not a token sequence (a string, "
-            "a list or tuple of tokens, or a 1-D array)."
-        )
-    else:
-        tokens = list(sample)
-    for position, token in enumerate(tokens):
-        if isinstance(token, np.generic):
-            token = token.item()
-            tokens[position] = token
-        _check_token(token, index, position, name)
-    return tokens
-
-
-def check_token_sequences(X, name="X"):
-    """Validate a collection of token sequences.
-
-    Parameters
-    ----------
-    X : sequence of token sequences
-        Strings, lists or tuples of hashable tokens, or 1-D arrays; a 2-D array is read
-        as one sequence per row. Lengths may differ; empty sequences are allowed.
-    name : str, default="X"
-        Name of the argument, used in error messages.
-
-    Returns
-    -------
-    tokens : list of list
-        The tokens of each sample, as Python objects (NumPy scalars are converted).
-    samples : list
-        The samples as given, used to learn the kind of the sequences.
-
-    Raises
-    ------
-    ValueError
-        If a sample is not a token sequence, holds an unhashable or NaN token, or is a
-        multi-dimensional array, naming the sample.
-    TypeError
-        If ``X`` is not a collection of samples.
-    """
-    samples = _split_samples(X, name)
-    return [_sample_tokens(s, i, name) for i, s in enumerate(samples)], samples
 
 
 def sequence_kind(samples):
@@ -168,7 +49,7 @@ def learn_vocabulary(sequences):
     Parameters
     ----------
     sequences : list of list
-        Token sequences, as returned by :func:`check_token_sequences`.
+        Token sequences, as returned by :func:`~skptr._sequences.check_token_sequences`.
 
     Returns
     -------
@@ -192,7 +73,7 @@ def encode_tokens(sequences, vocabulary, *, name, unknown=None, where="fit"):
     Parameters
     ----------
     sequences : list of list
-        Token sequences, as returned by :func:`check_token_sequences`.
+        Token sequences, as returned by :func:`~skptr._sequences.check_token_sequences`.
     vocabulary : ndarray of shape (n_tokens,)
         Known tokens.
     name : str
