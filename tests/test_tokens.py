@@ -69,3 +69,19 @@ def test_unknown_tokens_raise_or_map_to_the_unknown_id():
         encode_tokens([["a", "z"]], vocabulary, name="y", where="fit")
     (ids,) = encode_tokens([["a", "z"]], vocabulary, name="y", unknown=7)
     np.testing.assert_array_equal(ids, [0, 7])
+
+
+def test_true_and_one_are_distinct_tokens_even_inside_tuples():
+    tokens, samples = check_token_sequences([[True, 1, (True,), (1,), 0, False]])
+    vocabulary = learn_vocabulary(tokens)
+    assert len(vocabulary) == 6
+    (ids,) = encode_tokens(tokens, vocabulary, name="y")
+    assert len(set(ids.tolist())) == 6
+    decoded = decode_tokens(ids, vocabulary, *sequence_kind(samples))
+    assert [repr(token) for token in decoded] == ["True", "1", "(True,)", "(1,)", "0", "False"]
+
+
+def test_a_token_of_another_type_is_unknown():
+    vocabulary = learn_vocabulary([[1, 2]])
+    with pytest.raises(ValueError, match=r"X\[0\] holds the token True"):
+        encode_tokens([[True]], vocabulary, name="X")

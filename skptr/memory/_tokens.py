@@ -43,23 +43,41 @@ def sequence_kind(samples):
     return "list", None
 
 
+def _token_key(token):
+    """Key telling tokens apart by type as well as value.
+
+    ``True == 1`` and ``(True,) == (1,)`` in Python, so a plain dict would merge such
+    tokens into one vocabulary entry; keying by type (inside tuples and frozensets too)
+    keeps them apart.
+    """
+    if isinstance(token, tuple):
+        return type(token), tuple(_token_key(item) for item in token)
+    if isinstance(token, frozenset):
+        return type(token), frozenset(_token_key(item) for item in token)
+    return type(token), token
+
+
 def learn_vocabulary(sequences):
     """Distinct tokens of ``sequences``, sorted when they can be compared.
+
+    Tokens that compare equal but differ in type, such as ``True`` and ``1``, are
+    distinct tokens.
 
     Parameters
     ----------
     sequences : list of list
-        Token sequences, as returned by :func:`~skptr._sequences.check_token_sequences`.
+        Token sequences, as returned by
+        :func:`~skptr._sequences.check_token_sequences`.
 
     Returns
     -------
     ndarray of shape (n_tokens,), dtype object
         The vocabulary; a token's id is its position in it.
     """
-    seen = dict.fromkeys(token for tokens in sequences for token in tokens)
-    tokens = list(seen)
+    distinct = {_token_key(token): token for tokens in sequences for token in tokens}
+    tokens = list(distinct.values())
     try:
-        tokens = sorted(tokens)
+        tokens = sorted(tokens, key=lambda token: (token, type(token).__name__))
     except TypeError:
         pass  # tokens of mixed types keep their order of first appearance
     vocabulary = np.empty(len(tokens), dtype=object)
@@ -94,12 +112,12 @@ def encode_tokens(sequences, vocabulary, *, name, unknown=None, where="fit"):
         If a token is not in the vocabulary and ``unknown`` is None, naming the sample
         and the token.
     """
-    index = {token: i for i, token in enumerate(vocabulary.tolist())}
+    index = {_token_key(token): i for i, token in enumerate(vocabulary.tolist())}
     encoded = []
     for i, tokens in enumerate(sequences):
         ids = np.empty(len(tokens), dtype=np.int32)
         for position, token in enumerate(tokens):
-            token_id = index.get(token)
+            token_id = index.get(_token_key(token))
             if token_id is None:
                 if unknown is None:
                     raise ValueError(
