@@ -70,6 +70,7 @@ class PaddedSequences:
 
 
 def _as_numeric_array(sample, index, name):
+    """Return one sample as an array of numbers (integers, booleans or floats)."""
     try:
         array = np.asarray(sample)
     except ValueError as exc:
@@ -85,7 +86,46 @@ def _as_numeric_array(sample, index, name):
             ) from None
     if np.iscomplexobj(array):
         raise ValueError(f"{name}[{index}] holds complex numbers: Complex data not supported.")
-    return array.astype(np.float64, copy=False)
+    return array
+
+
+def _check_integers_stay_distinct(array, index, name, dtype):
+    """Refuse integers that become equal once converted to the float ``dtype``."""
+    exact_limit = 2 ** (np.finfo(dtype).nmant + 1)  # 2**24 for float32
+    if array.max() <= exact_limit and array.min() >= -exact_limit:
+        return
+    distinct = np.unique(array)
+    rounded = distinct.astype(dtype)
+    collapsed = np.flatnonzero(rounded[1:] == rounded[:-1])
+    if collapsed.size:
+        first = collapsed[0]
+        raise ValueError(
+            f"{name}[{index}] holds the distinct integers {distinct[first]} and "
+            f"{distinct[first + 1]}, which are the same {np.dtype(dtype).name} value "
+            f"({float(rounded[first]):.8g}), so they cannot be told apart once converted. "
+            f"Rescale the data (e.g. subtract an offset) so that its integers stay within "
+            f"+-2**{np.finfo(dtype).nmant + 1}, where {np.dtype(dtype).name} is exact."
+        )
+
+
+def _convert_sample(array, index, name, dtype):
+    """Convert one sample to ``dtype``, refusing values the conversion would spoil."""
+    if array.dtype.kind in "iu":
+        _check_integers_stay_distinct(array, index, name, dtype)
+    with np.errstate(over="ignore"):
+        converted = array.astype(dtype)
+    finite = np.isfinite(converted)
+    if not finite.all():
+        step, feature = np.argwhere(~finite)[0]
+        value = array[step, feature]
+        if not np.isfinite(value):
+            raise ValueError(f"{name}[{index}] contains NaN or infinity (first at step {step}).")
+        raise ValueError(
+            f"{name}[{index}] holds {float(value):g} at step {step}, which overflows "
+            f"{np.dtype(dtype).name} (largest finite value ~{np.finfo(dtype).max:.1e}); "
+            "rescale the data."
+        )
+    return converted
 
 
 def _split_samples(X, name, *, what, array_layout, array_ndims):
@@ -165,9 +205,10 @@ def check_numeric_sequences(X, *, n_features=None, name="X", dtype=np.float32):
     Raises
     ------
     ValueError
-        If a sample is empty, not numeric, holds NaN or infinity, has more than two
-        dimensions, or has a different number of features per step than the others
-        (or than ``n_features``).
+        If a sample is empty, not numeric, holds NaN or infinity, holds a value that
+        overflows ``dtype`` or distinct integers that ``dtype`` cannot tell apart, has
+        more than two dimensions, or has a different number of features per step than
+        the others (or than ``n_features``).
     TypeError
         If ``X`` is not a collection of samples.
     """
@@ -193,11 +234,7 @@ def check_numeric_sequences(X, *, n_features=None, name="X", dtype=np.float32):
             raise ValueError(f"{name}[{index}] is an empty sequence; every sample needs a step.")
         if array.shape[1] == 0:
             raise ValueError(f"{name}[{index}] has zero features per step.")
-        if not np.all(np.isfinite(array)):
-            bad_step = int(np.argwhere(~np.isfinite(array))[0, 0])
-            raise ValueError(
-                f"{name}[{index}] contains NaN or infinity (first at step {bad_step})."
-            )
+        array = _convert_sample(array, index, name, dtype)
         if reference is None:
             reference = array.shape[1]
         elif array.shape[1] != reference:

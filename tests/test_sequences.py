@@ -95,3 +95,26 @@ def test_bad_orderings_are_rejected_naming_the_sample(y, message):
 def test_integral_floats_are_accepted_as_indices():
     targets, _ = check_orderings([[1.0, 0.0]], np.array([2]))
     np.testing.assert_array_equal(targets, [[1, 0]])
+
+
+def test_values_overflowing_float32_are_rejected_naming_the_step():
+    message = r"X\[1\] holds 1e\+39 at step 2, which overflows float32 \(.* ~3\.4e\+38\)"
+    with pytest.raises(ValueError, match=message):
+        check_numeric_sequences([[1.0, 2.0, 3.0], [1.0, 2.0, 1e39]])
+    padded = check_numeric_sequences([[1.0, 1e39]], dtype=np.float64)
+    assert padded.values[0, 1, 0] == 1e39
+
+
+def test_integers_that_collapse_in_float32_are_rejected():
+    large = 2**62
+    with pytest.raises(ValueError, match=r"X\[1\] holds the distinct integers .* same float32"):
+        check_numeric_sequences(np.array([[0, 1, 2], [large, large + 1, 5]]))
+
+
+def test_large_integers_that_stay_distinct_in_float32_are_accepted():
+    padded = check_numeric_sequences(np.array([[2**40, 2**41, -(2**50)]]))
+    np.testing.assert_array_equal(padded.values[0, :, 0], [2**40, 2**41, -(2**50)])
+    padded = check_numeric_sequences(
+        np.array([[2**24, 2**24 + 1]], dtype=np.int64), dtype=np.float64
+    )
+    assert padded.values[0, 1, 0] == 2**24 + 1
