@@ -8,7 +8,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skptr._base import seeded
 from skptr.pointer._decoding import PointerDecoder, beam_decode, greedy_decode
 from skptr.pointer._layers import PointerAttention, PointerNetwork, masked_pointer_crossentropy
 
@@ -16,8 +15,7 @@ from skptr.pointer._layers import PointerAttention, PointerNetwork, masked_point
 def _network(allow_end=False, n_features=1, **kwargs):
     params = {"hidden_size": 8, "cell": "lstm", "bidirectional": True, "attention": "additive"}
     params.update(kwargs)
-    with seeded(0):
-        return PointerNetwork(allow_end=allow_end, **params).build_for(n_features)
+    return PointerNetwork(allow_end=allow_end, seed=0, **params).build_for(n_features)
 
 
 def _softmax(logits):
@@ -82,8 +80,7 @@ def test_masked_crossentropy_ignores_padding_steps():
 
 
 def test_general_attention_matches_its_equation():
-    with seeded(3):
-        attention = PointerAttention("general", width=3)
+    attention = PointerAttention("general", width=3, seed=3)
     keys = np.random.RandomState(0).normal(size=(2, 4, 3)).astype("float32")
     queries = np.random.RandomState(1).normal(size=(2, 3)).astype("float32")
     scores = np.asarray(attention(queries, keys))

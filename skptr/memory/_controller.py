@@ -18,6 +18,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
+from .._random import SeedStream
 from ._memories import initial_memory, memory_ends, memory_step
 
 __all__ = ["CELLS", "MemoryController"]
@@ -53,6 +54,8 @@ class MemoryController(keras.layers.Layer):
     gate_noise : float, default=0.0
         Standard deviation of the Gaussian noise added, in training only, to the push
         and pop logits before their sigmoids.
+    seed : int, default=0
+        Seed of the initial weights and of the gate noise.
     **kwargs
         Passed to :class:`keras.layers.Layer`.
 
@@ -78,6 +81,7 @@ class MemoryController(keras.layers.Layer):
         push_bias=0.0,
         state_bptt_steps=None,
         gate_noise=0.0,
+        seed=0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -93,11 +97,15 @@ class MemoryController(keras.layers.Layer):
         self.push_bias = float(push_bias)
         self.state_bptt_steps = None if state_bptt_steps is None else int(state_bptt_steps)
         self.gate_noise = float(gate_noise)
-        # Created only when used, so that noiseless controllers draw the same initial
-        # weights from a given global seed as they would without this option.
+        self.seed = int(seed)
+        seeds = SeedStream(self.seed)
+        self._initializers = {
+            name: seeds.glorot_uniform() if name != "recurrent_kernel" else seeds.orthogonal()
+            for name in ("input_kernel", "recurrent_kernel", "read_kernel", "head_kernel")
+        }
         self.seed_generator = None
         if memory is not None and self.gate_noise > 0:
-            self.seed_generator = keras.random.SeedGenerator(name="gate_noise_seed")
+            self.seed_generator = seeds.seed_generator("gate_noise_seed")
         self.n_ends = 0 if memory is None else memory_ends(memory)
         self.read_size = self.n_ends * self.memory_width
         self.supports_masking = True
@@ -107,10 +115,14 @@ class MemoryController(keras.layers.Layer):
         n_in = int(input_shape[-1])
         gates = CELLS[self.cell] * self.units
         self.input_kernel = self.add_weight(
-            name="input_kernel", shape=(n_in, gates), initializer="glorot_uniform"
+            name="input_kernel",
+            shape=(n_in, gates),
+            initializer=self._initializers["input_kernel"],
         )
         self.recurrent_kernel = self.add_weight(
-            name="recurrent_kernel", shape=(self.units, gates), initializer="orthogonal"
+            name="recurrent_kernel",
+            shape=(self.units, gates),
+            initializer=self._initializers["recurrent_kernel"],
         )
         self.bias = self.add_weight(name="bias", shape=(gates,), initializer=self._gate_bias)
         if self.cell == "gru":
@@ -119,13 +131,15 @@ class MemoryController(keras.layers.Layer):
             )
         if self.memory is not None:
             self.read_kernel = self.add_weight(
-                name="read_kernel", shape=(self.read_size, gates), initializer="glorot_uniform"
+                name="read_kernel",
+                shape=(self.read_size, gates),
+                initializer=self._initializers["read_kernel"],
             )
             k = self.n_ends
             self.head_kernel = self.add_weight(
                 name="head_kernel",
                 shape=(self.units, 2 * k + self.read_size),
-                initializer="glorot_uniform",
+                initializer=self._initializers["head_kernel"],
             )
             self.head_bias = self.add_weight(
                 name="head_bias", shape=(2 * k + self.read_size,), initializer=self._head_bias
@@ -421,6 +435,7 @@ class MemoryController(keras.layers.Layer):
             push_bias=self.push_bias,
             state_bptt_steps=self.state_bptt_steps,
             gate_noise=self.gate_noise,
+            seed=self.seed,
         )
         return config
 

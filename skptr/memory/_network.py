@@ -20,14 +20,15 @@ from __future__ import annotations
 import keras
 from keras import layers, ops
 
+from .._random import SeedStream
 from ._controller import MemoryController
 
-__all__ = ["PAD", "SEPARATOR", "UNKNOWN", "TransducerNetwork"]
+__all__ = ["FIRST_INPUT_ID", "PAD", "SEPARATOR", "UNKNOWN", "TransducerNetwork"]
 
 PAD = 0
 SEPARATOR = 1
 UNKNOWN = 2
-_N_RESERVED = 3
+FIRST_INPUT_ID = 3
 
 
 @keras.saving.register_keras_serializable(package="skptr")
@@ -58,6 +59,9 @@ class TransducerNetwork(keras.Model):
     gate_noise : float, default=0.0
         Training noise on the push and pop logits (see
         :class:`~skptr.memory._controller.MemoryController`).
+    seed : int, default=0
+        Seed of the initial weights and of the gate noise; the same seed gives the
+        same network.
     **kwargs
         Passed to :class:`keras.Model`.
     """
@@ -75,6 +79,7 @@ class TransducerNetwork(keras.Model):
         push_bias=0.0,
         state_bptt_steps=None,
         gate_noise=0.0,
+        seed=0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -89,9 +94,14 @@ class TransducerNetwork(keras.Model):
         self.push_bias = float(push_bias)
         self.state_bptt_steps = state_bptt_steps
         self.gate_noise = float(gate_noise)
-        self.output_offset = _N_RESERVED + self.n_input_tokens
+        self.seed = int(seed)
+        seeds = SeedStream(self.seed)
+        self.output_offset = FIRST_INPUT_ID + self.n_input_tokens
         self.embedding = layers.Embedding(
-            self.output_offset + self.n_output_tokens, self.embedding_dim, name="embedding"
+            self.output_offset + self.n_output_tokens,
+            self.embedding_dim,
+            embeddings_initializer=seeds.uniform(),
+            name="embedding",
         )
         self.controller = MemoryController(
             self.hidden_size,
@@ -102,9 +112,12 @@ class TransducerNetwork(keras.Model):
             push_bias=push_bias,
             state_bptt_steps=state_bptt_steps,
             gate_noise=gate_noise,
+            seed=seeds.next(),
             name="controller",
         )
-        self.readout = layers.Dense(self.n_output_tokens + 1, name="readout")
+        self.readout = layers.Dense(
+            self.n_output_tokens + 1, kernel_initializer=seeds.glorot_uniform(), name="readout"
+        )
 
     def build(self, input_shape=None):
         self.embedding.build((None, None))
@@ -211,6 +224,7 @@ class TransducerNetwork(keras.Model):
             push_bias=self.push_bias,
             state_bptt_steps=self.state_bptt_steps,
             gate_noise=self.gate_noise,
+            seed=self.seed,
         )
         return config
 

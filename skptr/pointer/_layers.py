@@ -10,9 +10,36 @@ from __future__ import annotations
 import keras
 from keras import layers, ops
 
+from .._random import SeedStream
+
 RECURRENT_LAYERS = {"lstm": layers.LSTM, "gru": layers.GRU, "rnn": layers.SimpleRNN}
 STATES_PER_CELL = {"lstm": 2, "gru": 1, "rnn": 1}
 NEGATIVE_LOGIT = -1e9
+
+
+def recurrent_layer(cell, units, seeds, **kwargs):
+    """A Keras recurrent layer of the given cell with seeded initial weights.
+
+    Parameters
+    ----------
+    cell : {"lstm", "gru", "rnn"}
+    units : int
+    seeds : SeedStream
+        Source of the seeds of the kernel and recurrent initializers.
+    **kwargs
+        Passed to the layer.
+    """
+    return RECURRENT_LAYERS[cell](
+        units,
+        kernel_initializer=seeds.glorot_uniform(),
+        recurrent_initializer=seeds.orthogonal(),
+        **kwargs,
+    )
+
+
+def dense_layer(units, seeds, **kwargs):
+    """A ``keras.layers.Dense`` whose kernel is initialised from ``seeds``."""
+    return layers.Dense(units, kernel_initializer=seeds.glorot_uniform(), **kwargs)
 
 
 def masked_logits(logits, allowed):
@@ -37,10 +64,19 @@ class SequenceEncoder(layers.Layer):
         Number of stacked recurrent layers.
     dropout : float
         Dropout rate on the embedding and between recurrent layers.
+    seed : int
+        Seed of the initial weights and of the dropout masks.
     """
 
     def __init__(
-        self, hidden_size, cell="lstm", bidirectional=True, num_layers=1, dropout=0.0, **kwargs
+        self,
+        hidden_size,
+        cell="lstm",
+        bidirectional=True,
+        num_layers=1,
+        dropout=0.0,
+        seed=0,
+        **kwargs,
     ):
         super().__init__(**kwargs)
         self.hidden_size = hidden_size
@@ -48,15 +84,28 @@ class SequenceEncoder(layers.Layer):
         self.bidirectional = bidirectional
         self.num_layers = num_layers
         self.dropout = dropout
-        self.embedding = layers.Dense(hidden_size, activation="tanh", name="embedding")
-        self.dropout_layer = layers.Dropout(dropout)
+        self.seed = int(seed)
+        seeds = SeedStream(self.seed)
+        self.embedding = dense_layer(hidden_size, seeds, activation="tanh", name="embedding")
+        self.dropout_layer = layers.Dropout(dropout, seed=seeds.next())
         self.recurrent = []
         for index in range(num_layers):
-            recurrent = RECURRENT_LAYERS[cell](
-                hidden_size, return_sequences=True, return_state=True, name=f"{cell}_{index}"
+            options = {"return_sequences": True, "return_state": True}
+            recurrent = recurrent_layer(
+                cell, hidden_size, seeds, name=f"{cell}_{index}", **options
             )
             if bidirectional:
-                recurrent = layers.Bidirectional(recurrent, name=f"bidirectional_{index}")
+                backward = recurrent_layer(
+                    cell,
+                    hidden_size,
+                    seeds,
+                    go_backwards=True,
+                    name=f"{cell}_{index}_backward",
+                    **options,
+                )
+                recurrent = layers.Bidirectional(
+                    recurrent, backward_layer=backward, name=f"bidirectional_{index}"
+                )
             self.recurrent.append(recurrent)
 
     @property
@@ -103,6 +152,7 @@ class SequenceEncoder(layers.Layer):
             bidirectional=self.bidirectional,
             num_layers=self.num_layers,
             dropout=self.dropout,
+            seed=self.seed,
         )
         return config
 
@@ -120,19 +170,23 @@ class PointerAttention(layers.Layer):
         Width of the additive scorer's hidden layer (ignored by the others).
     width : int, optional
         Width ``D`` of keys and queries; required by ``"general"``.
+    seed : int
+        Seed of the initial weights.
     """
 
-    def __init__(self, kind="additive", units=128, width=None, **kwargs):
+    def __init__(self, kind="additive", units=128, width=None, seed=0, **kwargs):
         super().__init__(**kwargs)
         self.kind = kind
         self.units = units
         self.width = width
+        self.seed = int(seed)
+        seeds = SeedStream(self.seed)
         if kind == "additive":
-            self.key_projection = layers.Dense(units, use_bias=False, name="W1")
-            self.query_projection = layers.Dense(units, use_bias=True, name="W2")
-            self.score_vector = layers.Dense(1, use_bias=False, name="v")
+            self.key_projection = dense_layer(units, seeds, use_bias=False, name="W1")
+            self.query_projection = dense_layer(units, seeds, use_bias=True, name="W2")
+            self.score_vector = dense_layer(1, seeds, use_bias=False, name="v")
         elif kind == "general":
-            self.key_projection = layers.Dense(width, use_bias=False, name="W")
+            self.key_projection = dense_layer(width, seeds, use_bias=False, name="W")
 
     def build(self, keys_shape):
         if self.kind == "additive":
@@ -167,7 +221,7 @@ class PointerAttention(layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(kind=self.kind, units=self.units, width=self.width)
+        config.update(kind=self.kind, units=self.units, width=self.width, seed=self.seed)
         return config
 
 
@@ -190,6 +244,9 @@ class PointerNetwork(keras.Model):
         Pointer scorer, see :class:`PointerAttention`.
     allow_end : bool
         Whether outputs may stop before all positions are used (ordered subsets).
+    seed : int
+        Seed of the initial weights and of the dropout masks; the same seed gives the
+        same network.
     """
 
     def __init__(
@@ -201,6 +258,7 @@ class PointerNetwork(keras.Model):
         attention="additive",
         dropout=0.0,
         allow_end=False,
+        seed=0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -211,18 +269,27 @@ class PointerNetwork(keras.Model):
         self.attention_kind = attention
         self.dropout = dropout
         self.allow_end = allow_end
+        self.seed = int(seed)
+        seeds = SeedStream(self.seed)
         self.encoder = SequenceEncoder(
-            hidden_size, cell, bidirectional, num_layers, dropout, name="encoder"
+            hidden_size,
+            cell,
+            bidirectional,
+            num_layers,
+            dropout,
+            seed=seeds.next(),
+            name="encoder",
         )
         width = self.encoder.output_size
         self.decoder_layers = [
-            RECURRENT_LAYERS[cell](width, return_sequences=True, name=f"decoder_{cell}_{i}")
+            recurrent_layer(cell, width, seeds, return_sequences=True, name=f"decoder_{cell}_{i}")
             for i in range(num_layers)
         ]
         self.attention = PointerAttention(
-            attention, units=hidden_size, width=width, name="attention"
+            attention, units=hidden_size, width=width, seed=seeds.next(), name="attention"
         )
-        self.output_dropout = layers.Dropout(dropout)
+        self.output_dropout = layers.Dropout(dropout, seed=seeds.next())
+        self._vector_initializers = (seeds.normal(), seeds.normal())
 
     def build_for(self, n_features):
         """Create all weights by running the network once on a dummy batch.
@@ -251,11 +318,12 @@ class PointerNetwork(keras.Model):
 
     def build(self, input_shape):
         width = self.encoder.output_size
+        start_initializer, end_initializer = self._vector_initializers
         self.start_vector = self.add_weight(
-            shape=(width,), initializer="random_normal", name="start_vector"
+            shape=(width,), initializer=start_initializer, name="start_vector"
         )
         self.end_vector = self.add_weight(
-            shape=(width,), initializer="random_normal", name="end_vector"
+            shape=(width,), initializer=end_initializer, name="end_vector"
         )
         self.attention.build((None, None, width))
         super().build(input_shape)
@@ -338,6 +406,7 @@ class PointerNetwork(keras.Model):
             "attention": self.attention_kind,
             "dropout": self.dropout,
             "allow_end": self.allow_end,
+            "seed": self.seed,
         }
 
 
