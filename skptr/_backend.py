@@ -8,11 +8,54 @@ it, unless ``SKPTR_GPU_MEMORY_GROWTH=0`` is set in the environment.
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import keras
 
-__all__ = ["enable_gpu_memory_growth"]
+__all__ = ["enable_gpu_memory_growth", "out_of_memory_as_error"]
+
+_OUT_OF_MEMORY_MARKERS = ("ResourceExhaustedError", "RESOURCE_EXHAUSTED", "OutOfMemory")
+
+
+def _is_out_of_memory(error):
+    if isinstance(error, MemoryError):
+        return True
+    return any(
+        marker in type(error).__name__ or marker in str(error)[:500]
+        for marker in _OUT_OF_MEMORY_MARKERS
+    )
+
+
+@contextlib.contextmanager
+def out_of_memory_as_error(estimator):
+    """Turn a backend's out-of-memory error into a ``MemoryError`` that says what to do.
+
+    TensorFlow raises ``ResourceExhaustedError`` and JAX an ``XlaRuntimeError``
+    mentioning ``RESOURCE_EXHAUSTED`` when an allocation fails; both become a
+    ``MemoryError`` naming the estimator's size hyperparameters.
+
+    Parameters
+    ----------
+    estimator : SequenceEstimatorBase
+        The estimator being fitted or used, named in the message.
+    """
+    try:
+        yield
+    except Exception as error:
+        if not _is_out_of_memory(error) or isinstance(error, MemoryError):
+            raise
+        params = estimator.get_params(deep=False)
+        sizes = ", ".join(
+            f"{name}={params[name]}"
+            for name in ("hidden_size", "embedding_dim", "memory_width", "batch_size")
+            if name in params
+        )
+        raise MemoryError(
+            f"{type(estimator).__name__} ran out of memory ({sizes}): the network or a "
+            "batch of sequences does not fit. Reduce hidden_size or batch_size, or use "
+            f"shorter sequences. The backend reported: {str(error).splitlines()[0][:300]}"
+        ) from None
 
 
 def enable_gpu_memory_growth():

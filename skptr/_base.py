@@ -1,105 +1,134 @@
 """The shared base class of skptr's Keras-backed sequence estimators.
 
-A subclass describes its data and its network through four hooks; the base class owns
+A subclass describes its data and its network through a few hooks; the base class owns
 everything else: parameter validation, seeding, the train/validation split, early
-stopping, warm starts, user callbacks, ``history_`` and pickling.
+stopping, warm starts, user callbacks, ``history_``, the compile policy, the cache of
+compiled inference models and pickling.
 
 Hooks a subclass implements
 ---------------------------
 ``_prepare_training_data(X, y, reset)``
-    Validate ``X`` and ``y``; when ``reset`` is true, set the data-dependent fitted
-    attributes the network needs (``n_features_in_``, vocabularies, ...); when false
-    (a warm start), check the data against them. Return ``(inputs, targets)``:
-    ``inputs`` a dict (or array) of NumPy arrays whose first axis is the sample axis,
-    ``targets`` an array with the same first axis.
-``_build_network()``
+    Validate ``X`` and ``y`` through the estimator's codec; when ``reset`` is true,
+    set the data-dependent fitted attributes the network needs (``n_features_in_``,
+    vocabularies, ...); when false (a warm start), check the data against them.
+    Return a :class:`~skptr._batches.TrainingData`.
+``_build_network(seed)``
     Return a *built* ``keras.Model`` (weights created) made only from hyperparameters
-    and fitted attributes, so that unpickling can rebuild it and restore its weights.
+    and fitted attributes, with every initializer, dropout layer and noise source
+    seeded from ``seed``, so that unpickling can rebuild it and restore its weights.
 ``_loss()``
     Return the loss passed to ``compile``.
-``_train(inputs, targets, validation_data, callbacks)`` (optional)
-    Run the optimisation and return the list of Keras ``History`` objects; the default
-    is one ``network_.fit`` call. Override it for schedules such as a curriculum.
-``_use_xla(n_steps, length)`` (optional)
-    Whether to compile the training step with XLA, given the number of gradient steps
-    and the longest input; the default is never.
+``_training_batches(data, batch_size, seed)`` (optional)
+    Return the Keras ``PyDataset`` of training batches and the callbacks that drive
+    it; the default shuffles full batches (:class:`~skptr._batches.ShuffledBatches`).
 
-Attributes whose names start with ``_cache_`` are transient (compiled inference
-functions and the like): they are dropped when pickling and rebuilt on demand.
+Fitting is transactional: ``fit`` trains a copy of the estimator (with a new network,
+or with ``warm_start`` the fitted network, whose weights and optimiser state are
+restored on failure) and commits the network, ``history_``, ``n_iter_`` and the fitted
+attributes together only when training succeeds. A fit that fails, also by
+``KeyboardInterrupt``, leaves the estimator as it was.
 """
 
 from __future__ import annotations
 
-import contextlib
-import random
+import math
+import weakref
 from numbers import Integral, Real
 from typing import ClassVar
 
 import keras
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, InvalidParameterError
 from sklearn.utils.validation import check_is_fitted
 
-from . import _backend  # noqa: F401 - configures GPU memory before first use
+from . import _backend
+from ._batches import ShuffledBatches
 from ._persistence import save as _save_estimator
+from ._random import SeedStream, draw_seed
 
 __all__ = ["SequenceEstimatorBase"]
 
-_MAX_SEED = 2**31 - 1
-# Tracing a training graph costs a few seconds; a fit of at most this many gradient
-# steps over sequences of at most this many steps runs eagerly, which is faster overall
-# (small searches, smoke tests, tiny data). Eager steps loop over time in Python, so
-# long sequences are always traced.
-EAGER_STEP_LIMIT = 10
-EAGER_LENGTH_LIMIT = 64
+# How the training step runs, per backend. Tracing a graph costs a few seconds, so a fit
+# of at most ``eager_steps`` gradient steps over sequences of at most ``eager_length``
+# steps runs eagerly (small searches, smoke tests, tiny data; eager steps loop over
+# time in Python, so long sequences are always traced). Estimators that opt in with
+# ``_jit_training`` compile longer fits with XLA, except over very long sequences,
+# whose XLA compile time grows with the length (about 110 s at 257 steps).
+COMPILE_POLICY = {
+    "tensorflow": {"eager_steps": 10, "eager_length": 64, "jit_steps": 400, "jit_length": 128},
+}
+
+# Compiled inference models per trained network, outside the estimators so that
+# prediction leaves their __dict__ unchanged; entries die with their network.
+_INFERENCE_MODELS = weakref.WeakKeyDictionary()
 
 
-def _draw_seed(random_state):
-    return int(check_random_state(random_state).randint(_MAX_SEED))
+def inference_rows(n_samples, batch_size):
+    """Rows to pad an inference input of ``n_samples`` to, so that compiled functions
+    see few batch shapes: the next power of two up to ``batch_size``, then a multiple
+    of ``batch_size``."""
+    if n_samples >= batch_size:
+        return -(-n_samples // batch_size) * batch_size
+    return min(power_of_two_at_least(n_samples), batch_size)
 
 
-@contextlib.contextmanager
-def seeded(seed):
-    """Seed Keras, the backend, Python and NumPy inside a ``with`` block.
-
-    Keras draws initializer seeds from Python's ``random`` module and the backend
-    draws shuffles from its own global seed, so all of them are seeded while the
-    network is built and trained. Python's and NumPy's global states are restored on
-    exit, so fitting an estimator does not disturb the caller's random numbers.
-
-    Parameters
-    ----------
-    seed : int
-        The seed for weight initialisation, dropout and shuffling.
-    """
-    python_state = random.getstate()
-    numpy_state = np.random.get_state()  # noqa: NPY002
-    try:
-        keras.utils.set_random_seed(seed)
-        yield
-    finally:
-        random.setstate(python_state)
-        np.random.set_state(numpy_state)  # noqa: NPY002
+def power_of_two_at_least(n):
+    """The smallest power of two that is at least ``n`` (and at least 1)."""
+    return 1 << max(int(n) - 1, 0).bit_length()
 
 
-def _take(data, indices):
-    if isinstance(data, dict):
-        return {key: value[indices] for key, value in data.items()}
-    return data[indices]
+class _NetworkSnapshot:
+    """The weights and optimiser state of a network, to restore after a failed fit."""
+
+    def __init__(self, network):
+        self.network = network
+        self.weights = network.get_weights()
+        self.optimizer = getattr(network, "optimizer", None)
+        self.optimizer_state = (
+            None
+            if self.optimizer is None or not self.optimizer.built
+            else [np.array(v) for v in self.optimizer.variables]
+        )
+
+    def restore(self):
+        """Put the network back as it was when the snapshot was taken."""
+        self.network.set_weights(self.weights)
+        if self.optimizer_state is None:
+            self.network.optimizer = None
+            return
+        self.network.optimizer = self.optimizer
+        for variable, value in zip(self.optimizer.variables, self.optimizer_state, strict=True):
+            variable.assign(value)
 
 
-def _length(data):
-    """Longest time axis (axis 1) among the model inputs."""
-    arrays = data.values() if isinstance(data, dict) else [data]
-    return max((a.shape[1] for a in arrays if np.ndim(a) >= 2), default=0)
+class NonFiniteTrainingError(FloatingPointError, ValueError):
+    """Training produced a NaN or infinite loss or weights."""
 
 
-def _n_samples(data):
-    if isinstance(data, dict):
-        return len(next(iter(data.values())))
-    return len(data)
+class _StopOnNonFinite(keras.callbacks.Callback):
+    """Raise as soon as an epoch's loss, or the final weights, are not finite."""
+
+    def __init__(self, estimator_name):
+        super().__init__()
+        self.estimator_name = estimator_name
+
+    def on_epoch_end(self, epoch, logs=None):
+        loss = (logs or {}).get("loss")
+        if loss is not None and not math.isfinite(float(loss)):
+            raise NonFiniteTrainingError(
+                f"{self.estimator_name}: the training loss became {float(loss)} in epoch "
+                f"{epoch + 1}; the fit was stopped and the estimator keeps its previous "
+                "state. Lower learning_rate, set clipnorm, or rescale the input."
+            )
+
+    def on_train_end(self, logs=None):
+        if not all(np.all(np.isfinite(w)) for w in self.model.get_weights()):
+            raise NonFiniteTrainingError(
+                f"{self.estimator_name}: training produced NaN or infinite weights; the "
+                "estimator keeps its previous state. Lower learning_rate, set clipnorm, or "
+                "rescale the input."
+            )
 
 
 class SequenceEstimatorBase(BaseEstimator):
@@ -129,11 +158,15 @@ class SequenceEstimatorBase(BaseEstimator):
         Patience of early stopping, in epochs.
     random_state : int, RandomState instance or None
         Seeds weight initialisation, dropout, shuffling and the validation split.
-        With an int, repeated fits on CPU give identical models.
+        With an int, repeated fits on CPU give identical models, also when they run
+        concurrently in threads, and the caller's Python, NumPy and backend random
+        states are left untouched. With ``None`` (or a ``RandomState`` instance) each
+        fit draws its seed from NumPy's global generator (or from that instance), as
+        scikit-learn estimators do.
     verbose : int
         0 prints nothing, 1 shows a Keras progress bar, 2 one line per epoch.
     warm_start : bool
-        When true, a second ``fit`` continues training the existing network (and
+        When true, a second ``fit`` continues training the fitted network (and
         appends to ``history_``) instead of building a new one.
     callbacks : list of keras.callbacks.Callback or None
         Extra Keras callbacks passed to ``fit``.
@@ -174,28 +207,36 @@ class SequenceEstimatorBase(BaseEstimator):
     def _prepare_training_data(self, X, y, reset):  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _build_network(self):  # pragma: no cover - abstract
+    def _build_network(self, seed=0):  # pragma: no cover - abstract
         raise NotImplementedError
 
     def _loss(self):  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _train(self, inputs, targets, validation_data, callbacks):
-        history = self.network_.fit(
-            inputs,
-            targets,
-            batch_size=self.batch_size,
-            epochs=self.epochs,
-            validation_data=validation_data,
-            callbacks=callbacks,
-            shuffle=True,
-            verbose=min(int(self.verbose), 2),
-        )
-        return [history]
+    _jit_training: ClassVar[bool] = False
+
+    def _training_batches(self, data, batch_size, seed):
+        """The training batches (a :class:`~skptr._batches.ShuffledBatches`)."""
+        return ShuffledBatches(data, batch_size, seed)
+
+    # ------------------------------------------------------------ parameters
+    def _validate_params(self):
+        super()._validate_params()
+        for name, value in self.get_params(deep=False).items():
+            if isinstance(value, Real) and not isinstance(value, bool | Integral):
+                if not math.isfinite(value):
+                    raise InvalidParameterError(
+                        f"The {name!r} parameter of {type(self).__name__} must be a finite "
+                        f"number. Got {value!r} instead."
+                    )
 
     # -------------------------------------------------------------- training
     def fit(self, X, y):
         """Train the network on sequences ``X`` with targets ``y``.
+
+        The fit is transactional: if it fails (bad data, a callback raising, a
+        ``KeyboardInterrupt``, a loss that becomes NaN), the estimator is left exactly
+        as it was before the call.
 
         Parameters
         ----------
@@ -208,50 +249,84 @@ class SequenceEstimatorBase(BaseEstimator):
         -------
         self : object
             The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            On invalid hyperparameters or data, or when the training loss or the
+            weights become NaN or infinite.
+        MemoryError
+            When the network or a batch does not fit in memory.
         """
         self._validate_params()
         if y is None:
             raise ValueError(
                 f"{type(self).__name__} requires y to be passed, but the target y is None."
             )
-        reset = not (self.warm_start and self._is_fitted())
-        seed = _draw_seed(self.random_state)
-        with seeded(seed):
-            inputs, targets = self._prepare_training_data(X, y, reset=reset)
-            if reset:
-                self.network_ = self._build_network()
-                self.history_ = {}
-            inputs, targets, validation_data = self._split_validation(inputs, targets, seed)
-            if getattr(self.network_, "optimizer", None) is None or reset:
-                n_steps = self.epochs * -(-_n_samples(inputs) // self.batch_size)
-                self._compile(n_steps, _length(inputs))
-            self._clear_cache()
-            callbacks = self._fit_callbacks(validation_data is not None)
-            histories = self._train(inputs, targets, validation_data, callbacks)
-        for history in histories:
-            for key, values in history.history.items():
-                self.history_.setdefault(key, []).extend(float(v) for v in values)
-        self.n_iter_ = len(self.history_.get("loss", []))
+        trial = object.__new__(type(self))
+        trial.__dict__.update(self.__dict__)
+        warm = self.warm_start and self._is_fitted()
+        snapshot = _NetworkSnapshot(self.network_) if warm else None
+        seeds = SeedStream(draw_seed(self.random_state))
+        try:
+            with _backend.out_of_memory_as_error(self):
+                trial._fit_trial(X, y, warm=warm, seeds=seeds)
+        except BaseException:
+            if snapshot is not None:
+                snapshot.restore()
+            raise
+        self.__dict__.clear()
+        self.__dict__.update(trial.__dict__)
         return self
 
-    def _use_xla(self, n_steps, length):
-        """Whether to compile training with XLA; subclasses opt in where it pays."""
-        return False
+    def _fit_trial(self, X, y, warm, seeds):
+        """Train ``self``, a disposable copy of the estimator being fitted.
+
+        A new fit builds a new network; a warm start trains the fitted network in
+        place (keeping its compiled functions and optimiser state), and ``fit``
+        restores its weights and optimiser state if training fails.
+        """
+        data = self._prepare_training_data(X, y, reset=not warm)
+        network_seed, split_seed, batches_seed = seeds.next(), seeds.next(), seeds.next()
+        if warm:
+            self.history_ = {key: list(values) for key, values in self.history_.items()}
+        else:
+            self.network_ = self._build_network(network_seed)
+            self.history_ = {}
+        data, validation = self._split_validation(data, split_seed)
+        batches = self._training_batches(data, self.batch_size, batches_seed)
+        if not warm or getattr(self.network_, "optimizer", None) is None:
+            self._compile(self.epochs * len(batches), data.n_steps)
+        history = self.network_.fit(
+            batches.dataset(),
+            epochs=self.epochs,
+            validation_data=None if validation is None else validation[:2],
+            callbacks=[*batches.callbacks(), *self._fit_callbacks(validation is not None)],
+            shuffle=False,
+            verbose=min(int(self.verbose), 2),
+        )
+        for key, values in history.history.items():
+            self.history_.setdefault(key, []).extend(float(v) for v in values)
+        self.n_iter_ = len(self.history_.get("loss", []))
 
     def _compile(self, n_steps, length):
-        eager = n_steps <= EAGER_STEP_LIMIT and length <= EAGER_LENGTH_LIMIT
+        policy = COMPILE_POLICY.get(keras.backend.backend(), COMPILE_POLICY["tensorflow"])
+        eager = n_steps <= policy["eager_steps"] and length <= policy["eager_length"]
+        jit = (
+            self._jit_training
+            and not eager
+            and n_steps >= policy["jit_steps"]
+            and length <= policy["jit_length"]
+        )
         optimizer = keras.optimizers.Adam(learning_rate=self.learning_rate, clipnorm=self.clipnorm)
         self.network_.compile(
-            optimizer=optimizer,
-            loss=self._loss(),
-            jit_compile=not eager and self._use_xla(n_steps, length),
-            run_eagerly=eager,
+            optimizer=optimizer, loss=self._loss(), jit_compile=jit, run_eagerly=eager
         )
 
-    def _split_validation(self, inputs, targets, seed):
+    def _split_validation(self, data, seed):
         if self.validation_fraction == 0:
-            return inputs, targets, None
-        n_samples = _n_samples(inputs)
+            return data, None
+        n_samples = len(data.lengths)
         n_validation = round(self.validation_fraction * n_samples)
         if n_validation < 1 or n_validation >= n_samples:
             raise ValueError(
@@ -259,10 +334,8 @@ class SequenceEstimatorBase(BaseEstimator):
                 f"{n_validation} of {n_samples} samples for validation; it needs at least "
                 "one sample on each side."
             )
-        order = np.random.RandomState(seed).permutation(n_samples)
-        held_out, kept = order[:n_validation], order[n_validation:]
-        validation = (_take(inputs, held_out), _take(targets, held_out))
-        return _take(inputs, kept), _take(targets, kept), validation
+        order = np.random.default_rng(seed).permutation(n_samples)
+        return data.take(order[n_validation:]), data.take(order[:n_validation])
 
     def _fit_callbacks(self, has_validation):
         callbacks = list(self.callbacks or [])
@@ -274,6 +347,7 @@ class SequenceEstimatorBase(BaseEstimator):
                     restore_best_weights=True,
                 )
             )
+        callbacks.append(_StopOnNonFinite(type(self).__name__))
         return callbacks
 
     # ------------------------------------------------------------- utilities
@@ -283,9 +357,20 @@ class SequenceEstimatorBase(BaseEstimator):
     def _check_fitted(self):
         check_is_fitted(self, "network_")
 
-    def _clear_cache(self):
-        for name in [n for n in vars(self) if n.startswith("_cache_")]:
-            delattr(self, name)
+    def _inference_model(self, key, build):
+        """The compiled inference model ``key`` of the fitted network, built once.
+
+        Parameters
+        ----------
+        key : hashable
+            Identifies the model among those of the network (e.g. the decoding mode).
+        build : callable
+            Called with the network to create the model when it is not cached yet.
+        """
+        models = _INFERENCE_MODELS.setdefault(self.network_, {})
+        if key not in models:
+            models[key] = build(self.network_)
+        return models[key]
 
     def _predict_batch_size(self):
         return max(int(self.batch_size), 256)
@@ -296,8 +381,9 @@ class SequenceEstimatorBase(BaseEstimator):
 
         Hyperparameters and fitted attributes are stored as plain JSON data and the
         network in the Keras ``.keras`` format; read it back with :func:`skptr.load`,
-        which loads the network with Keras ``safe_mode``. Unlike a pickle, loading such
-        a file does not run code stored in it.
+        which validates the file and loads only the weights into a network built from
+        the validated hyperparameters. Unlike a pickle, loading such a file does not
+        run code stored in it.
 
         Parameters
         ----------
@@ -307,8 +393,7 @@ class SequenceEstimatorBase(BaseEstimator):
         _save_estimator(self, path)
 
     def __getstate__(self):
-        state = super().__getstate__()
-        state = {k: v for k, v in state.items() if not k.startswith("_cache_")}
+        state = dict(super().__getstate__())
         network = state.pop("network_", None)
         if network is not None:
             state["_network_weights"] = [np.asarray(w) for w in network.get_weights()]
@@ -319,6 +404,5 @@ class SequenceEstimatorBase(BaseEstimator):
         weights = state.pop("_network_weights", None)
         super().__setstate__(state)
         if weights is not None:
-            with seeded(0):
-                self.network_ = self._build_network()
+            self.network_ = self._build_network()
             self.network_.set_weights(weights)

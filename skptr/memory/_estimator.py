@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-import weakref
 from numbers import Integral, Real
 from typing import ClassVar
 
@@ -12,36 +10,20 @@ import numpy as np
 from keras import ops
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._base import SequenceEstimatorBase
-from .._sequences import check_token_sequences
+from .._base import SequenceEstimatorBase, inference_rows, power_of_two_at_least
 from ..metrics import fine_accuracy
-from ._network import PAD, SEPARATOR, UNKNOWN, GreedyDecoder, TransducerNetwork
-from ._tokens import (
-    decode_tokens,
-    encode_tokens,
-    learn_vocabulary,
-    sequence_kind,
-)
+from ._codec import TransducerCodec
+from ._curriculum import CurriculumBatches
+from ._memories import unpadded_slots
+from ._network import GreedyDecoder, TransducerNetwork
 
 __all__ = ["NeuralStackTransducer"]
 
-# Compiled inference models per trained network, kept outside the estimator so that
-# predict leaves the estimator's __dict__ unchanged; entries die with their network.
-_INFERENCE = weakref.WeakKeyDictionary()
-
-# Input token ``j`` has stream id ``_FIRST_INPUT_ID + j``.
-_FIRST_INPUT_ID = 3
-# Below this many gradient steps, XLA compilation costs more time than it saves; its
-# compile time also grows with the sequence length (about 110 s at 257 steps).
-_JIT_MIN_STEPS = 400
-_JIT_MAX_LENGTH = 128
-# Curriculum: the mean per-token training loss under which longer sequences are
-# admitted, and the number of epochs after which they are admitted anyway.
-_CURRICULUM_LOSS = 0.05
-_CURRICULUM_PATIENCE = 4
-_CURRICULUM_STAGES = 4
 # ``gate_noise="auto"``: training noise on the push and pop logits, per memory.
 _AUTO_GATE_NOISE = {"queue": 1.0}
+# ``memory_trace`` records a (steps, slots) strengths matrix per sample; longer traces
+# are refused unless asked for.
+_MAX_TRACE_STEPS = 1024
 
 
 class NeuralStackTransducer(SequenceEstimatorBase):
@@ -248,40 +230,11 @@ class NeuralStackTransducer(SequenceEstimatorBase):
 
     # ------------------------------------------------------------ base hooks
     def _prepare_training_data(self, X, y, reset):
-        sources, _ = check_token_sequences(X, "X")
-        targets, target_samples = check_token_sequences(y, "y")
-        if len(sources) != len(targets):
-            raise ValueError(
-                f"X and y have different numbers of samples: {len(sources)} and {len(targets)}."
-            )
-        if reset:
-            self.input_vocabulary_ = learn_vocabulary(sources)
-            self.output_vocabulary_ = learn_vocabulary(targets)
-            self._target_kind, self._target_dtype = sequence_kind(target_samples)
-            self._max_target_ratio = max(
-                len(t) / max(len(s), 1) for s, t in zip(sources, targets, strict=True)
-            )
-        where = "the first fit (warm_start=True keeps its vocabulary)"
-        source_ids = encode_tokens(sources, self.input_vocabulary_, name="X", where=where)
-        target_ids = encode_tokens(targets, self.output_vocabulary_, name="y", where=where)
-        streams, labels = self._training_streams(source_ids, target_ids)
-        lengths = np.fromiter((len(s) for s in source_ids), dtype=np.int32, count=len(sources))
-        return {"stream": streams, "source_length": lengths}, labels
-
-    def _training_streams(self, source_ids, target_ids):
-        """Right-padded ``[source, separator, target]`` streams and their labels."""
-        n_steps = max(len(s) + 1 + len(t) for s, t in zip(source_ids, target_ids, strict=True))
-        streams = np.full((len(source_ids), n_steps), PAD, dtype=np.int32)
-        labels = np.full((len(source_ids), n_steps), -1, dtype=np.int32)
-        output_offset = _FIRST_INPUT_ID + len(self.input_vocabulary_)
-        for i, (source, target) in enumerate(zip(source_ids, target_ids, strict=True)):
-            n, m = len(source), len(target)
-            streams[i, :n] = source + _FIRST_INPUT_ID
-            streams[i, n] = SEPARATOR
-            streams[i, n + 1 : n + 1 + m] = target + output_offset
-            labels[i, n : n + m] = target + 1
-            labels[i, n + m] = 0  # the end token
-        return streams, labels
+        if not reset:
+            return TransducerCodec.of(self).encode_training(X, y)
+        codec, data = TransducerCodec.learn(X, y)
+        self.__dict__.update(codec.fitted_attributes())
+        return data
 
     def _resolved_bptt_steps(self):
         if self.state_bptt_steps == "auto":
@@ -293,7 +246,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
             return _AUTO_GATE_NOISE.get(self.memory, 0.0)
         return float(self.gate_noise)
 
-    def _build_network(self):
+    def _build_network(self, seed=0):
         network = TransducerNetwork(
             n_input_tokens=len(self.input_vocabulary_),
             n_output_tokens=len(self.output_vocabulary_),
@@ -306,6 +259,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
             push_bias=self.push_bias,
             state_bptt_steps=self._resolved_bptt_steps(),
             gate_noise=self._resolved_gate_noise(),
+            seed=seed,
         )
         network.build()
         return network
@@ -313,74 +267,40 @@ class NeuralStackTransducer(SequenceEstimatorBase):
     def _loss(self):
         return keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=-1)
 
-    def _use_xla(self, n_steps, length):
-        return n_steps >= _JIT_MIN_STEPS and length <= _JIT_MAX_LENGTH
+    _jit_training = True
 
-    def _train(self, inputs, targets, validation_data, callbacks):
-        # Drawn inside the base class's seeded block, hence repeatable.
-        seed = int(np.random.randint(2**31 - 1))  # noqa: NPY002
-        batches = _Batches(
-            inputs["stream"],
-            targets,
-            inputs["source_length"],
-            batch_size=self.batch_size,
-            seed=seed,
-            curriculum=self.curriculum,
-        )
-        if validation_data is not None:
-            validation_data = (validation_data[0]["stream"], validation_data[1])
-        history = self.network_.fit(
-            batches,
-            epochs=self.epochs,
-            validation_data=validation_data,
-            callbacks=[_CurriculumCallback(batches), *callbacks],
-            verbose=min(int(self.verbose), 2),
-        )
-        return [history]
+    def _training_batches(self, data, batch_size, seed):
+        return CurriculumBatches(data, batch_size, seed, curriculum=self.curriculum)
 
     # ------------------------------------------------------------- inference
-    def _inference_models(self):
-        models = _INFERENCE.get(self.network_)
-        if models is None:
-            models = {"decoder": GreedyDecoder(self.network_), "traces": _Traces(self.network_)}
-            _INFERENCE[self.network_] = models
-        return models
-
-    def _encode_sources(self, X):
+    def _sources(self, X):
         self._check_fitted()
-        sources, _ = check_token_sequences(X, "X")
-        unknown = -1 if self.handle_unknown == "ignore" else None
-        ids = encode_tokens(
-            sources, self.input_vocabulary_, name="X", unknown=unknown, where="fit"
-        )
-        return [np.where(s < 0, UNKNOWN, s + _FIRST_INPUT_ID).astype(np.int32) for s in ids]
+        codec = TransducerCodec.of(self)
+        return codec, *codec.sources(X, handle_unknown=self.handle_unknown)
 
-    def _output_limit(self, source_steps):
-        if self.max_output_length is not None:
-            return int(self.max_output_length)
-        return math.ceil(2 * self._max_target_ratio * source_steps) + 10
+    def _decode(self, codec, source_ids):
+        """Greedy decoding; returns the output token ids of each sample.
 
-    def _decode(self, source_ids):
-        """Greedy decoding; returns the output token ids of each sample."""
-        decoder = self._inference_models()["decoder"]
+        Sources are decoded in batches of similar lengths, padded to a power-of-two
+        number of rows and of steps, so that the compiled decoder is reused.
+        """
+        decoder = self._inference_model("decoder", GreedyDecoder)
         lengths = np.array([len(s) for s in source_ids])
         order = np.argsort(lengths, kind="stable")
         chunk = self._predict_batch_size()
         outputs = [None] * len(source_ids)
         for start in range(0, len(order), chunk):
             members = order[start : start + chunk]
-            n_steps = max(int(lengths[members].max()), 1)
-            sources = np.full((len(members), n_steps), PAD, dtype=np.int32)
-            for row, i in enumerate(members):
-                if lengths[i]:
-                    sources[row, n_steps - lengths[i] :] = source_ids[i]
-            limit = self._output_limit(n_steps)
-            canvas = np.zeros((len(members), limit + 1), dtype=np.int32)
+            n_rows = inference_rows(len(members), chunk)
+            sources = codec.left_padded([source_ids[i] for i in members])
+            sources = np.concatenate(
+                [sources, np.zeros((n_rows - len(members), sources.shape[1]), np.int32)]
+            )
+            limit = codec.output_limit(lengths[members].max(), self.max_output_length)
+            canvas = np.zeros((n_rows, power_of_two_at_least(limit + 1)), dtype=np.int32)
             classes = np.asarray(decoder.predict_on_batch({"source": sources, "canvas": canvas}))
             for row, i in enumerate(members):
-                ended = np.flatnonzero(classes[row] == 0)
-                stop = int(ended[0]) if ended.size else limit
-                outputs[i] = classes[row, : min(stop, limit)] - 1
+                outputs[i] = codec.output_ids(classes[row], limit)
         return outputs
 
     def predict(self, X):
@@ -397,13 +317,8 @@ class NeuralStackTransducer(SequenceEstimatorBase):
             One output sequence per input, of the same kind as the training targets
             (strings for string targets, tuples for tuples, ...).
         """
-        outputs = self._decode(self._encode_sources(X))
-        predictions = np.empty(len(outputs), dtype=object)
-        predictions[:] = [
-            decode_tokens(ids, self.output_vocabulary_, self._target_kind, self._target_dtype)
-            for ids in outputs
-        ]
-        return predictions
+        codec, _, source_ids = self._sources(X)
+        return codec.decode(self._decode(codec, source_ids))
 
     def score(self, X, y):
         """Fine accuracy of the predictions (Grefenstette et al. 2015).
@@ -423,7 +338,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         """
         return fine_accuracy(y, self.predict(X))
 
-    def memory_trace(self, X):
+    def memory_trace(self, X, max_steps=_MAX_TRACE_STEPS):
         """How the controller uses its memory while transducing ``X``.
 
         The inputs are decoded greedily, as in ``predict``, and the controller is then
@@ -434,6 +349,10 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         ----------
         X : sequence of token sequences
             Inputs.
+        max_steps : int, default=1024
+            Longest trace recorded: a trace of ``n`` steps holds an ``n`` by ``n``
+            strengths matrix, so longer inputs (or outputs) raise instead of using
+            time and memory quadratic in their length.
 
         Returns
         -------
@@ -459,39 +378,28 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         Raises
         ------
         ValueError
-            If the estimator has no memory (``memory=None``).
+            If the estimator has no memory (``memory=None``), or a sample's trace
+            would exceed ``max_steps`` steps.
         """
         if self.memory is None:
             raise ValueError("memory=None: this estimator has no memory to trace.")
-        source_ids = self._encode_sources(X)
-        output_ids = self._decode(source_ids)
-        sources, _ = check_token_sequences(X, "X")
-        output_offset = _FIRST_INPUT_ID + len(self.input_vocabulary_)
-        streams = [
-            np.concatenate([s, [SEPARATOR], o + output_offset]).astype(np.int32)
-            for s, o in zip(source_ids, output_ids, strict=True)
-        ]
-        n_steps = max(len(s) for s in streams)
-        padded = np.full((len(streams), n_steps), PAD, dtype=np.int32)
-        for i, stream in enumerate(streams):
-            padded[i, n_steps - len(stream) :] = stream
-        traces = self._inference_models()["traces"].predict_on_batch(padded)
+        codec, sources, source_ids = self._sources(X)
+        self._check_trace_length([len(s) + 1 for s in source_ids], max_steps, "input")
+        output_ids = self._decode(codec, source_ids)
+        streams = [codec.trace_stream(s, o) for s, o in zip(source_ids, output_ids, strict=True)]
+        self._check_trace_length([len(s) for s in streams], max_steps, "input and output")
+        padded = codec.left_padded(streams)
+        traces = self._inference_model("traces", _Traces).predict_on_batch(padded)
         traces = {key: np.asarray(value) for key, value in traces.items()}
-        deque = self.memory == "deque"
+        n_steps = padded.shape[1]
         results = []
         for i, stream in enumerate(streams):
             first = n_steps - len(stream)
-            strengths = traces["strengths"][i, first:]
-            if deque:
-                strengths = np.concatenate(
-                    [strengths[:, : n_steps - first], strengths[:, n_steps + first :]], axis=1
-                )
-            else:
-                strengths = strengths[:, first:]
+            strengths = unpadded_slots(traces["strengths"][i, first:], self.memory, first)
             results.append(
                 {
                     "source": sources[i],
-                    "output": [self.output_vocabulary_[j] for j in output_ids[i]],
+                    "output": codec.tokens(output_ids[i]),
                     "push": traces["push"][i, first:],
                     "pop": traces["pop"][i, first:],
                     "strengths": strengths,
@@ -500,76 +408,16 @@ class NeuralStackTransducer(SequenceEstimatorBase):
             )
         return results
 
-
-class _Batches(keras.utils.PyDataset):
-    """Full, shuffled training batches, optionally restricted by a length curriculum.
-
-    Every epoch has ``ceil(n_samples / batch_size)`` batches of exactly ``batch_size``
-    sequences (cycling through the admitted samples), so the compiled training step
-    sees a single shape.
-    """
-
-    def __init__(self, streams, labels, lengths, batch_size, seed, curriculum):
-        super().__init__()
-        self.streams = streams
-        self.labels = labels
-        self.lengths = lengths
-        self.batch_size = int(batch_size)
-        self.n_batches = max(1, math.ceil(len(streams) / self.batch_size))
-        self.random = np.random.RandomState(seed)
-        distinct = np.unique(lengths)
-        if curriculum and len(distinct) > 1:
-            # The shortest quarter of the length range first, then the rest in stages.
-            low, high = int(distinct[0]), int(distinct[-1])
-            limits = np.linspace(low + (high - low) / 4, high, _CURRICULUM_STAGES)
-            self.limits = sorted({int(np.ceil(x)) for x in limits})
-        else:
-            self.limits = [int(distinct[-1])]
-        self.stage = 0
-        self.epochs_in_stage = 0
-        self._shuffle()
-
-    @property
-    def max_length(self):
-        """Longest source length currently admitted."""
-        return self.limits[self.stage]
-
-    def advance(self, loss):
-        """End an epoch: admit longer sequences if the loss is low enough or the stage
-        has lasted long enough, and reshuffle."""
-        self.epochs_in_stage += 1
-        if self.stage + 1 < len(self.limits) and (
-            loss < _CURRICULUM_LOSS or self.epochs_in_stage >= _CURRICULUM_PATIENCE
-        ):
-            self.stage += 1
-            self.epochs_in_stage = 0
-        self._shuffle()
-
-    def _shuffle(self):
-        admitted = np.flatnonzero(self.lengths <= self.max_length)
-        needed = self.n_batches * self.batch_size
-        rounds = [self.random.permutation(admitted) for _ in range(-(-needed // len(admitted)))]
-        self.order = np.concatenate(rounds)[:needed]
-
-    def __len__(self):
-        return self.n_batches
-
-    def __getitem__(self, index):
-        members = self.order[index * self.batch_size : (index + 1) * self.batch_size]
-        return self.streams[members], self.labels[members]
-
-
-class _CurriculumCallback(keras.callbacks.Callback):
-    """Moves the curriculum on after each epoch and logs the admitted length."""
-
-    def __init__(self, batches):
-        super().__init__()
-        self.batches = batches
-
-    def on_epoch_end(self, epoch, logs=None):
-        if logs is not None:
-            logs["max_length"] = float(self.batches.max_length)
-            self.batches.advance(float(logs.get("loss", np.inf)))
+    @staticmethod
+    def _check_trace_length(n_steps, max_steps, what):
+        too_long = np.flatnonzero(np.asarray(n_steps) > max_steps)
+        if too_long.size:
+            i = int(too_long[0])
+            raise ValueError(
+                f"X[{i}]: its {what} make a trace of {n_steps[i]} steps, more than "
+                f"max_steps={max_steps} (a trace holds a steps-by-steps strengths matrix); "
+                "trace a shorter input or pass a larger max_steps."
+            )
 
 
 @keras.saving.register_keras_serializable(package="skptr")

@@ -22,6 +22,7 @@ All strength updates and reads are vectorised over the slots with cumulative sum
 
 from __future__ import annotations
 
+import numpy as np
 from keras import ops
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "memory_step",
     "queue_step",
     "stack_step",
+    "unpadded_slots",
 ]
 
 #: The memories this module implements.
@@ -279,3 +281,29 @@ def memory_step(kind, values, strengths, push, pop, value, step):
 def _check_kind(kind):
     if kind not in _STEPS:
         raise ValueError(f"memory must be one of {MEMORY_KINDS} or None, got {kind!r}.")
+
+
+def unpadded_slots(strengths, memory, n_padding):
+    """The strengths of the slots that real steps of a left-padded stream can write.
+
+    Parameters
+    ----------
+    strengths : ndarray of shape (n_steps, n_slots)
+        Slot strengths recorded along a stream whose first ``n_padding`` steps are
+        padding.
+    memory : {"stack", "queue", "deque"}
+        The memory; the stack and the queue write slot ``t`` at step ``t``, the deque
+        has ``n_slots / 2`` bottom slots (latest push first) then as many top slots.
+    n_padding : int
+        Number of padding steps at the start of the stream.
+
+    Returns
+    -------
+    ndarray of shape (n_steps, n_slots - n_padding * ends)
+    """
+    if memory == "deque":
+        middle = strengths.shape[1] // 2
+        return np.concatenate(
+            [strengths[:, : middle - n_padding], strengths[:, middle + n_padding :]], axis=1
+        )
+    return strengths[:, n_padding:]

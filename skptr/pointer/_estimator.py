@@ -2,24 +2,20 @@
 
 from __future__ import annotations
 
-import weakref
 from numbers import Integral, Real
 from typing import ClassVar
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._base import SequenceEstimatorBase
-from .._sequences import check_numeric_sequences, check_orderings
+from .._base import SequenceEstimatorBase, inference_rows
+from .._sequences import check_orderings
 from ..metrics import position_accuracy
+from ._codec import PointerCodec
 from ._decoding import PointerDecoder
 from ._layers import PointerNetwork, masked_pointer_crossentropy
 
 __all__ = ["PointerNetworkOrderer"]
-
-# Compiled decoders per trained network, kept outside the estimator so that predict
-# leaves the estimator's __dict__ unchanged; entries die with their network.
-_DECODERS = weakref.WeakKeyDictionary()
 
 
 class PointerNetworkOrderer(SequenceEstimatorBase):
@@ -162,30 +158,14 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
 
     # ------------------------------------------------------------ base hooks
     def _prepare_training_data(self, X, y, reset):
-        sequences = check_numeric_sequences(X, n_features=None if reset else self.n_features_in_)
-        orderings, ordering_lengths = check_orderings(y, sequences.lengths)
-        subsets = bool(np.any(ordering_lengths < sequences.lengths))
-        if reset:
-            self.n_features_in_ = sequences.n_features
-            self.ordered_subsets_ = subsets
-        elif subsets and not self.ordered_subsets_:
-            raise ValueError(
-                "y holds orderings shorter than their inputs, but the estimator was first "
-                "fitted on full permutations; refit without warm_start."
-            )
-        targets = orderings
-        if self.ordered_subsets_:
-            targets = np.full((len(orderings), orderings.shape[1] + 1), -1, dtype=np.int32)
-            targets[:, :-1] = orderings
-            targets[np.arange(len(orderings)), ordering_lengths] = sequences.max_length
-        inputs = {
-            "values": sequences.values,
-            "lengths": sequences.lengths.astype(np.int32),
-            "targets": targets,
-        }
-        return inputs, targets
+        if not reset:
+            return PointerCodec.of(self).encode_training(X, y)
+        codec, data = PointerCodec().learn(X, y)
+        self.n_features_in_ = codec.n_features
+        self.ordered_subsets_ = codec.ordered_subsets
+        return data
 
-    def _build_network(self):
+    def _build_network(self, seed=0):
         network = PointerNetwork(
             hidden_size=self.hidden_size,
             cell=self.cell,
@@ -194,6 +174,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
             attention=self.attention,
             dropout=self.dropout,
             allow_end=self.ordered_subsets_,
+            seed=seed,
         )
         return network.build_for(self.n_features_in_)
 
@@ -201,23 +182,23 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         return masked_pointer_crossentropy
 
     # ------------------------------------------------------------- inference
-    def _decoder(self):
-        decoders = _DECODERS.setdefault(self.network_, {})
-        key = (self.decode, self.beam_width)
-        if key not in decoders:
-            decoders[key] = PointerDecoder(
-                self.network_, method=self.decode, beam_width=self.beam_width
-            )
-        return decoders[key]
-
-    def _run_decoder(self, X):
+    def _sequences(self, X):
         self._check_fitted()
-        sequences = check_numeric_sequences(X, n_features=self.n_features_in_)
-        inputs = {"values": sequences.values, "lengths": sequences.lengths.astype(np.int32)}
-        outputs = self._decoder().predict(inputs, batch_size=self._predict_batch_size(), verbose=0)
-        orderings = np.asarray(outputs["orderings"], dtype=np.int64)
-        n_outputs = max(int((orderings >= 0).sum(axis=1).max()), 1)
-        return orderings[:, :n_outputs], outputs["distributions"][:, :n_outputs], outputs
+        return PointerCodec.of(self).sequences(X)
+
+    def _run_decoder(self, sequences):
+        """Orderings and distributions of validated sequences."""
+        decoder = self._inference_model(
+            ("decoder", self.decode, self.beam_width),
+            lambda network: PointerDecoder(
+                network, method=self.decode, beam_width=self.beam_width
+            ),
+        )
+        batch_size = self._predict_batch_size()
+        n_rows = inference_rows(sequences.n_samples, batch_size)
+        inputs = PointerCodec.decoder_inputs(sequences, n_rows)
+        outputs = decoder.predict(inputs, batch_size=batch_size, verbose=0)
+        return PointerCodec.decode(outputs, sequences.n_samples)
 
     def predict(self, X):
         """Predict an ordering of each input sequence.
@@ -235,7 +216,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
             Distinct input positions in output order, padded with -1 after each
             sample's end of output; ``n_outputs`` is the longest predicted ordering.
         """
-        return self._run_decoder(X)[0]
+        return self._run_decoder(self._sequences(X))[0]
 
     def predict_proba(self, X):
         """Pointer distributions along the decoded orderings.
@@ -254,7 +235,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
             for models fitted on full permutations). Steps after a sample's end are all
             zeros.
         """
-        return self._run_decoder(X)[1]
+        return self._run_decoder(self._sequences(X))[1]
 
     def score(self, X, y):
         """Mean position accuracy of the predicted orderings.
@@ -275,14 +256,15 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         float
             Share of correctly placed elements.
         """
-        sequences = check_numeric_sequences(X, n_features=getattr(self, "n_features_in_", None))
-        check_orderings(y, sequences.lengths)
-        return position_accuracy(y, self.predict(X), X=X)
+        sequences = self._sequences(X)
+        orderings, _ = check_orderings(y, sequences.lengths)
+        predictions = self._run_decoder(sequences)[0]
+        return position_accuracy(orderings, predictions, X=sequences.values)
 
     def _log_likelihood(self, X, y):
         """Log-probability the network assigns to given orderings of ``X``."""
         self._check_fitted()
-        inputs, targets = self._prepare_training_data(X, y, reset=False)
+        inputs, targets, _ = PointerCodec.of(self).encode_training(X, y)
         logits = np.asarray(self.network_(inputs, training=False))
         shifted = logits - logits.max(axis=-1, keepdims=True)
         log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))

@@ -1,0 +1,157 @@
+"""Training data handed to Keras: shuffled full batches drawn from a fit's own generator."""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import keras
+import numpy as np
+
+__all__ = ["ShuffledBatches", "TrainingData", "n_samples", "take"]
+
+
+class TrainingData(NamedTuple):
+    """Encoded training data.
+
+    Attributes
+    ----------
+    inputs : ndarray or dict of ndarray
+        The network's inputs; the first axis is the sample axis.
+    targets : ndarray
+        The network's targets, one row per sample.
+    lengths : ndarray of shape (n_samples,)
+        The length of each input sequence.
+    """
+
+    inputs: object
+    targets: np.ndarray
+    lengths: np.ndarray
+
+    def take(self, indices):
+        """The samples at ``indices``."""
+        return TrainingData(
+            take(self.inputs, indices), self.targets[indices], self.lengths[indices]
+        )
+
+    @property
+    def n_steps(self):
+        """The longest time axis (axis 1) among the inputs."""
+        arrays = self.inputs.values() if isinstance(self.inputs, dict) else [self.inputs]
+        return max((a.shape[1] for a in arrays if np.ndim(a) >= 2), default=0)
+
+
+def take(data, indices):
+    """Rows ``indices`` of an array or of every array of a dict."""
+    if isinstance(data, dict):
+        return {key: value[indices] for key, value in data.items()}
+    return data[indices]
+
+
+def n_samples(data):
+    """Number of samples (first axis) of an array or of a dict of arrays."""
+    if isinstance(data, dict):
+        return len(next(iter(data.values())))
+    return len(data)
+
+
+class ShuffledBatches:
+    """Full, shuffled training batches, reshuffled at the start of every epoch.
+
+    Every epoch has ``ceil(n_samples / batch_size)`` batches of exactly
+    ``batch_size`` samples (cycling through a fresh permutation of the admitted
+    samples), so the compiled training step sees a single shape. The permutations
+    come from a generator owned by the fit, not from a backend's global seed, and are
+    drawn by a callback at the start of each epoch; the batches are produced only when
+    the training step asks for them (no prefetching), so a schedule that changes the
+    admitted samples between epochs (a curriculum) gives the same batches on every run.
+
+    Parameters
+    ----------
+    data : TrainingData
+        The training samples.
+    batch_size : int
+        Samples per batch; at most the number of samples.
+    seed : int
+        Seed of the shuffling.
+    """
+
+    def __init__(self, data, batch_size, seed):
+        self.data = data
+        self.batch_size = max(1, min(int(batch_size), len(data.lengths)))
+        self.n_batches = math.ceil(len(data.lengths) / self.batch_size)
+        self.random = np.random.default_rng(seed)
+        self.order = None
+
+    def __len__(self):
+        return self.n_batches
+
+    def admitted(self):
+        """Indices of the samples that batches may contain (all of them here)."""
+        return np.arange(len(self.data.lengths))
+
+    def shuffle(self):
+        """Draw the order of the samples for the next epoch."""
+        admitted = self.admitted()
+        needed = self.n_batches * self.batch_size
+        rounds = [self.random.permutation(admitted) for _ in range(-(-needed // len(admitted)))]
+        self.order = np.concatenate(rounds)[:needed]
+
+    def batch(self, index):
+        """Inputs and targets of batch ``index`` of the current epoch."""
+        members = self.order[index * self.batch_size : (index + 1) * self.batch_size]
+        return take(self.data.inputs, members), self.data.targets[members]
+
+    def epoch(self):
+        """Yield the batches of the current epoch."""
+        for index in range(self.n_batches):
+            yield self.batch(index)
+
+    def callbacks(self):
+        """The Keras callbacks that drive the batches (reshuffling at each epoch)."""
+        return [_Reshuffle(self)]
+
+    def dataset(self):
+        """The batches in the form the Keras backend reads without prefetching."""
+        if keras.backend.backend() == "tensorflow":
+            return _tensorflow_dataset(self)
+        return _EpochSource(self)
+
+
+class _Reshuffle(keras.callbacks.Callback):
+    def __init__(self, batches):
+        super().__init__()
+        self.batches = batches
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.batches.shuffle()
+
+
+class _EpochSource(keras.utils.PyDataset):
+    """The batches as a ``PyDataset``, for backends other than TensorFlow."""
+
+    def __init__(self, batches):
+        super().__init__()
+        self.batches = batches
+
+    def __len__(self):
+        return self.batches.n_batches
+
+    def __getitem__(self, index):
+        return self.batches.batch(index)
+
+
+def _tensorflow_dataset(batches):
+    """A ``tf.data.Dataset`` that asks ``batches`` for each batch when it is consumed.
+
+    TensorFlow-specific: Keras' own adapter for Python data prefetches batches in a
+    background thread, which would read the next epoch's order before it is drawn.
+    """
+    import tensorflow as tf
+
+    def spec(array):
+        return tf.TensorSpec((batches.batch_size, *array.shape[1:]), tf.as_dtype(array.dtype))
+
+    signature = tf.nest.map_structure(spec, (batches.data.inputs, batches.data.targets))
+    dataset = tf.data.Dataset.from_generator(batches.epoch, output_signature=signature)
+    return dataset.apply(tf.data.experimental.assert_cardinality(batches.n_batches))

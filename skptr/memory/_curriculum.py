@@ -1,0 +1,82 @@
+"""The transducer's length curriculum: short sources first, longer ones once learned."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+
+from .._batches import ShuffledBatches
+
+__all__ = ["CurriculumBatches"]
+
+# The mean per-token training loss under which longer sequences are admitted, the
+# number of epochs after which they are admitted anyway, and the number of stages.
+LOSS_TO_ADVANCE = 0.05
+PATIENCE = 4
+N_STAGES = 4
+
+
+class CurriculumBatches(ShuffledBatches):
+    """Shuffled full batches restricted to the sources a length curriculum admits.
+
+    Training starts on the shortest sources (about a quarter of the length range) and
+    admits longer ones, in ``N_STAGES`` stages, whenever the epoch's training loss
+    drops below ``LOSS_TO_ADVANCE`` or a stage has lasted ``PATIENCE`` epochs.
+
+    Parameters
+    ----------
+    data : TrainingData
+        The training samples; ``data.lengths`` are the source lengths.
+    batch_size : int
+        Samples per batch.
+    seed : int
+        Seed of the shuffling.
+    curriculum : bool
+        Whether to use the curriculum; without it every sample is admitted at once.
+    """
+
+    def __init__(self, data, batch_size, seed, curriculum=True):
+        super().__init__(data, batch_size, seed)
+        distinct = np.unique(data.lengths)
+        if curriculum and len(distinct) > 1:
+            low, high = int(distinct[0]), int(distinct[-1])
+            limits = np.linspace(low + (high - low) / 4, high, N_STAGES)
+            self.limits = sorted({int(np.ceil(x)) for x in limits})
+        else:
+            self.limits = [int(distinct[-1])]
+        self.stage = 0
+        self.epochs_in_stage = 0
+
+    @property
+    def max_length(self):
+        """Longest source length currently admitted."""
+        return self.limits[self.stage]
+
+    def admitted(self):
+        return np.flatnonzero(self.data.lengths <= self.max_length)
+
+    def advance(self, loss):
+        """End an epoch: admit longer sources if the loss is low enough or the stage
+        has lasted long enough."""
+        self.epochs_in_stage += 1
+        if self.stage + 1 < len(self.limits) and (
+            loss < LOSS_TO_ADVANCE or self.epochs_in_stage >= PATIENCE
+        ):
+            self.stage += 1
+            self.epochs_in_stage = 0
+
+    def callbacks(self):
+        return [*super().callbacks(), _Advance(self)]
+
+
+class _Advance(keras.callbacks.Callback):
+    """Moves the curriculum on after each epoch and logs the admitted length."""
+
+    def __init__(self, batches):
+        super().__init__()
+        self.batches = batches
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is not None:
+            logs["max_length"] = float(self.batches.max_length)
+            self.batches.advance(float(logs.get("loss", np.inf)))

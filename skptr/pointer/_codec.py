@@ -1,0 +1,122 @@
+"""The pointer network's codec: user data in, network arrays out, and back.
+
+The codec validates sequences and orderings once per public call, turns them into the
+arrays the network reads, and turns the decoder's outputs back into orderings and
+pointer distributions indexed like the user's input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._batches import TrainingData
+from .._sequences import check_numeric_sequences, check_orderings
+
+__all__ = ["PointerCodec"]
+
+
+@dataclass(frozen=True)
+class PointerCodec:
+    """Encoding of numeric sequences and orderings for a :class:`PointerNetwork`.
+
+    Parameters
+    ----------
+    n_features : int or None
+        Features per step (None before the first fit: any width is accepted).
+    ordered_subsets : bool
+        Whether targets may stop before every position is used; their encoding then
+        ends with the end-of-output pointer.
+    """
+
+    n_features: int | None = None
+    ordered_subsets: bool = False
+
+    @classmethod
+    def of(cls, estimator):
+        """The codec of a fitted estimator (its fitted attributes)."""
+        return cls(estimator.n_features_in_, estimator.ordered_subsets_)
+
+    def sequences(self, X):
+        """Validate and pad input sequences (see :func:`check_numeric_sequences`)."""
+        return check_numeric_sequences(X, n_features=self.n_features)
+
+    def learn(self, X, y):
+        """Validate training data and return the codec fitted to it with its encoding.
+
+        Parameters
+        ----------
+        X : array-like
+            Training sequences.
+        y : array-like
+            Target orderings.
+
+        Returns
+        -------
+        codec : PointerCodec
+            With ``n_features`` and ``ordered_subsets`` learned from the data.
+        data : TrainingData
+        """
+        sequences = self.sequences(X)
+        orderings, lengths = check_orderings(y, sequences.lengths)
+        codec = PointerCodec(sequences.n_features, bool(np.any(lengths < sequences.lengths)))
+        return codec, codec._encode_training(sequences, orderings, lengths)
+
+    def encode_training(self, X, y):
+        """Validate and encode more training data for this fitted codec (warm start).
+
+        Raises
+        ------
+        ValueError
+            If the data has another width, or holds ordered subsets while the codec was
+            fitted on full permutations.
+        """
+        sequences = self.sequences(X)
+        orderings, lengths = check_orderings(y, sequences.lengths)
+        if not self.ordered_subsets and np.any(lengths < sequences.lengths):
+            raise ValueError(
+                "y holds orderings shorter than their inputs, but the estimator was first "
+                "fitted on full permutations; refit without warm_start."
+            )
+        return self._encode_training(sequences, orderings, lengths)
+
+    def _encode_training(self, sequences, orderings, ordering_lengths):
+        targets = orderings
+        if self.ordered_subsets:
+            targets = np.full((len(orderings), orderings.shape[1] + 1), -1, dtype=np.int32)
+            targets[:, :-1] = orderings
+            targets[np.arange(len(orderings)), ordering_lengths] = sequences.max_length
+        inputs = {
+            "values": sequences.values,
+            "lengths": sequences.lengths.astype(np.int32),
+            "targets": targets,
+        }
+        return TrainingData(inputs, targets, sequences.lengths)
+
+    @staticmethod
+    def decoder_inputs(sequences, n_rows):
+        """The decoder's inputs for validated ``sequences``, padded to ``n_rows`` rows.
+
+        Extra rows are one-step dummies, so that batches keep a few fixed shapes.
+        """
+        values = np.zeros((n_rows, *sequences.values.shape[1:]), dtype=sequences.values.dtype)
+        values[: sequences.n_samples] = sequences.values
+        lengths = np.ones(n_rows, dtype=np.int32)
+        lengths[: sequences.n_samples] = sequences.lengths
+        return {"values": values, "lengths": lengths}
+
+    @staticmethod
+    def decode(outputs, n_samples):
+        """Orderings and pointer distributions from the decoder's outputs.
+
+        Returns
+        -------
+        orderings : ndarray of shape (n_samples, n_outputs)
+            -1 after each sample's end; ``n_outputs`` is the longest ordering.
+        distributions : ndarray of shape (n_samples, n_outputs, max_length + 1)
+        """
+        orderings = np.asarray(outputs["orderings"][:n_samples], dtype=np.int64)
+        n_outputs = max(int((orderings >= 0).sum(axis=1).max()), 1)
+        distributions = np.asarray(outputs["distributions"][:n_samples, :n_outputs])
+        return orderings[:, :n_outputs], distributions
