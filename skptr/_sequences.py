@@ -14,10 +14,12 @@ import numpy as np
 
 __all__ = [
     "PaddedSequences",
+    "check_numeric_sequence",
     "check_numeric_sequences",
+    "check_ordering",
     "check_orderings",
     "check_token_sequences",
-    "ordering_lengths",
+    "token_key",
 ]
 
 
@@ -69,30 +71,33 @@ class PaddedSequences:
         return self.values[i, : self.lengths[i]]
 
 
-def _as_numeric_array(sample, index, name):
-    """Return one sample as an array of numbers (integers, booleans or floats)."""
+def _as_array(sample, label):
     try:
-        array = np.asarray(sample)
+        return np.asarray(sample)
     except ValueError as exc:
-        raise ValueError(f"{name}[{index}] could not be read as an array: {exc}") from None
+        raise ValueError(f"{label} could not be read as an array: {exc}") from None
+
+
+def _as_numeric_array(sample, label):
+    """Return one sample as an array of numbers (integers, booleans or floats)."""
+    array = _as_array(sample, label)
     if array.dtype == object or not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
         try:
             array = array.astype(np.float64)
         except (TypeError, ValueError) as exc:
             raise NonNumericSequenceError(
-                f"{name}[{index}] is not numeric (dtype {array.dtype}: {exc}); skptr "
-                "sequence estimators need numbers, one number or one vector of numbers "
-                "per step."
+                f"{label} is not numeric (dtype {array.dtype}: {exc}); skptr sequence "
+                "estimators need numbers, one number or one vector of numbers per step."
             ) from None
     if np.iscomplexobj(array):
-        raise ValueError(f"{name}[{index}] holds complex numbers: Complex data not supported.")
+        raise ValueError(f"{label} holds complex numbers: Complex data not supported.")
     return array
 
 
-def _check_integers_stay_distinct(array, index, name, dtype):
+def _check_integers_stay_distinct(array, label, dtype):
     """Refuse integers that become equal once converted to the float ``dtype``."""
-    exact_limit = 2 ** (np.finfo(dtype).nmant + 1)  # 2**24 for float32
-    if array.max() <= exact_limit and array.min() >= -exact_limit:
+    exact_bits = np.finfo(dtype).nmant + 1  # integers up to 2**24 are exact in float32
+    if array.max() <= 2**exact_bits and array.min() >= -(2**exact_bits):
         return
     distinct = np.unique(array)
     rounded = distinct.astype(dtype)
@@ -100,18 +105,51 @@ def _check_integers_stay_distinct(array, index, name, dtype):
     if collapsed.size:
         first = collapsed[0]
         raise ValueError(
-            f"{name}[{index}] holds the distinct integers {distinct[first]} and "
-            f"{distinct[first + 1]}, which are the same {np.dtype(dtype).name} value "
-            f"({float(rounded[first]):.8g}), so they cannot be told apart once converted. "
-            f"Rescale the data (e.g. subtract an offset) so that its integers stay within "
-            f"+-2**{np.finfo(dtype).nmant + 1}, where {np.dtype(dtype).name} is exact."
+            f"{label} holds the distinct integers {distinct[first]} and {distinct[first + 1]}, "
+            f"which are the same {np.dtype(dtype).name} value ({float(rounded[first]):.8g}), "
+            "so they cannot be told apart once converted. Rescale the data (e.g. subtract "
+            f"an offset) so that its integers stay within +-2**{exact_bits}, where "
+            f"{np.dtype(dtype).name} is exact."
         )
 
 
-def _convert_sample(array, index, name, dtype):
-    """Convert one sample to ``dtype``, refusing values the conversion would spoil."""
+def check_numeric_sequence(sequence, *, name, dtype=np.float64):
+    """Validate one numeric sequence and convert it to ``dtype``.
+
+    Parameters
+    ----------
+    sequence : array-like of shape (n_steps,) or (n_steps, n_features)
+        One number or one vector of numbers per step.
+    name : str
+        Name of the sequence, used in error messages (e.g. ``"X[3]"`` or ``"points"``).
+    dtype : numpy float dtype, default=np.float64
+        Dtype to convert to.
+
+    Returns
+    -------
+    ndarray of shape (n_steps, n_features)
+
+    Raises
+    ------
+    ValueError
+        If the sequence is empty, not numeric, has more than two dimensions, holds NaN
+        or infinity, a value that overflows ``dtype``, or distinct integers that
+        ``dtype`` cannot tell apart.
+    """
+    array = _as_numeric_array(sequence, name)
+    if array.ndim == 1:
+        array = array[:, None]
+    elif array.ndim != 2:
+        raise ValueError(
+            f"{name} has {array.ndim} dimensions; each sample must be (n_steps,) or "
+            "(n_steps, n_features)."
+        )
+    if array.shape[0] == 0:
+        raise ValueError(f"{name} is an empty sequence; every sample needs a step.")
+    if array.shape[1] == 0:
+        raise ValueError(f"{name} has zero features per step.")
     if array.dtype.kind in "iu":
-        _check_integers_stay_distinct(array, index, name, dtype)
+        _check_integers_stay_distinct(array, name, dtype)
     with np.errstate(over="ignore"):
         converted = array.astype(dtype)
     finite = np.isfinite(converted)
@@ -119,16 +157,28 @@ def _convert_sample(array, index, name, dtype):
         step, feature = np.argwhere(~finite)[0]
         value = array[step, feature]
         if not np.isfinite(value):
-            raise ValueError(f"{name}[{index}] contains NaN or infinity (first at step {step}).")
+            raise ValueError(f"{name} contains NaN or infinity (first at step {step}).")
         raise ValueError(
-            f"{name}[{index}] holds {float(value):g} at step {step}, which overflows "
+            f"{name} holds {float(value):g} at step {step}, which overflows "
             f"{np.dtype(dtype).name} (largest finite value ~{np.finfo(dtype).max:.1e}); "
             "rescale the data."
         )
     return converted
 
 
-def _split_samples(X, name, *, what, array_layout, array_ndims):
+# Each kind of sample: the array shapes that may hold a collection of them (in words, and
+# as numbers of dimensions of a non-object NumPy array).
+_ARRAY_LAYOUTS = {
+    "numeric sequences": (
+        "2-D (n_samples, n_steps), 3-D (n_samples, n_steps, n_features)",
+        (2, 3),
+    ),
+    "orderings": ("2-D (n_samples, n_outputs) with -1 padding", (2,)),
+    "token sequences": ("2-D (one token sequence per row)", (2,)),
+}
+
+
+def _split_samples(X, name, what):
     """Return the samples of any accepted container as a list.
 
     Parameters
@@ -137,12 +187,8 @@ def _split_samples(X, name, *, what, array_layout, array_ndims):
         The user's container of samples.
     name : str
         Name of the argument, used in error messages.
-    what : str
-        What the samples are (e.g. ``"token sequences"``), used in error messages.
-    array_layout : str
-        The accepted array shapes in words, used in error messages.
-    array_ndims : tuple of int
-        Dimensions a non-object NumPy array may have.
+    what : {"numeric sequences", "orderings", "token sequences"}
+        What the samples are.
 
     Raises
     ------
@@ -156,15 +202,16 @@ def _split_samples(X, name, *, what, array_layout, array_ndims):
             f"{name} is a sparse matrix; sparse input is not supported, pass dense {what}."
         )
     if isinstance(X, str | bytes):
+        single = "string" if isinstance(X, str) else "bytes object"
         raise TypeError(
-            f"{name} must be a collection of {what} (an array or a list), got a single "
-            f"{type(X).__name__}."
+            f"{name} must be a collection of {what} (an array or a list), got a single {single}."
         )
     if not isinstance(X, list | tuple | np.ndarray):
         if hasattr(X, "to_numpy"):
             X = X.to_numpy()
         elif hasattr(X, "__array__"):
             X = np.asarray(X)
+    array_layout, array_ndims = _ARRAY_LAYOUTS[what]
     if isinstance(X, np.ndarray) and X.dtype != object and X.ndim not in array_ndims:
         raise ValueError(
             f"{name} must be {array_layout} or a list of {what}; got an array of shape "
@@ -194,7 +241,7 @@ def check_numeric_sequences(X, *, n_features=None, name="X", dtype=np.float32):
         Number of features per step the data must have (the one seen in ``fit``).
     name : str, default="X"
         Name of the argument, used in error messages.
-    dtype : numpy dtype, default=np.float32
+    dtype : numpy float dtype, default=np.float32
         Dtype of the padded values.
 
     Returns
@@ -205,101 +252,89 @@ def check_numeric_sequences(X, *, n_features=None, name="X", dtype=np.float32):
     Raises
     ------
     ValueError
-        If a sample is empty, not numeric, holds NaN or infinity, holds a value that
-        overflows ``dtype`` or distinct integers that ``dtype`` cannot tell apart, has
-        more than two dimensions, or has a different number of features per step than
-        the others (or than ``n_features``).
+        If a sample fails :func:`check_numeric_sequence`, or has a different number of
+        features per step than the others (or than ``n_features``).
     TypeError
         If ``X`` is not a collection of samples.
     """
-    samples = _split_samples(
-        X,
-        name,
-        what="numeric sequences",
-        array_layout="2-D (n_samples, n_steps), 3-D (n_samples, n_steps, n_features)",
-        array_ndims=(2, 3),
-    )
+    samples = _split_samples(X, name, "numeric sequences")
     arrays = []
-    reference = None
     for index, sample in enumerate(samples):
-        array = _as_numeric_array(sample, index, name)
-        if array.ndim == 1:
-            array = array[:, None]
-        elif array.ndim != 2:
-            raise ValueError(
-                f"{name}[{index}] has {array.ndim} dimensions; each sample must be "
-                "(n_steps,) or (n_steps, n_features)."
-            )
-        if array.shape[0] == 0:
-            raise ValueError(f"{name}[{index}] is an empty sequence; every sample needs a step.")
-        if array.shape[1] == 0:
-            raise ValueError(f"{name}[{index}] has zero features per step.")
-        array = _convert_sample(array, index, name, dtype)
-        if reference is None:
-            reference = array.shape[1]
-        elif array.shape[1] != reference:
+        array = check_numeric_sequence(sample, name=f"{name}[{index}]", dtype=dtype)
+        if arrays and array.shape[1] != arrays[0].shape[1]:
             raise ValueError(
                 f"{name}[{index}] has {array.shape[1]} features per step but {name}[0] has "
-                f"{reference}; all samples must have the same number of features."
+                f"{arrays[0].shape[1]}; all samples must have the same number of features."
             )
         arrays.append(array)
-    if n_features is not None and reference != n_features:
+    width = arrays[0].shape[1]
+    if n_features is not None and width != n_features:
         raise ValueError(
-            f"{name} has {reference} features per step, but the estimator was fitted with "
+            f"{name} has {width} features per step, but the estimator was fitted with "
             f"{n_features} features per step."
         )
     lengths = np.fromiter((a.shape[0] for a in arrays), dtype=np.int64, count=len(arrays))
-    values = np.zeros((len(arrays), int(lengths.max()), reference), dtype=dtype)
+    values = np.zeros((len(arrays), int(lengths.max()), width), dtype=dtype)
     for i, array in enumerate(arrays):
         values[i, : array.shape[0]] = array
     return PaddedSequences(values, lengths)
 
 
-def _check_token(token, index, position, name):
+def token_key(token):
+    """Key telling tokens apart by type as well as value.
+
+    ``True == 1`` and ``(True,) == (1,)`` in Python, so comparing or hashing tokens
+    directly would merge such tokens; keys differ by type (inside tuples and frozensets
+    too), so ``True`` and ``1`` stay distinct tokens.
+    """
+    if isinstance(token, tuple):
+        return type(token), tuple(token_key(item) for item in token)
+    if isinstance(token, frozenset):
+        return type(token), frozenset(token_key(item) for item in token)
+    return type(token), token
+
+
+def _check_token(token, label, position):
     try:
         hash(token)
     except TypeError:
         raise ValueError(
-            f"{name}[{index}] has an unhashable token at position {position} "
+            f"{label} has an unhashable token at position {position} "
             f"({type(token).__name__}); tokens must be hashable (str, int, tuple, ...)."
         ) from None
     if isinstance(token, complex):
         raise ValueError(
-            f"{name}[{index}] has the complex token {token!r} at position {position}: "
-            "Complex data not supported; tokens are discrete symbols (str, int, tuple, ...)."
+            f"{label} has the complex token {token!r} at position {position}: Complex data "
+            "not supported; tokens are discrete symbols (str, int, tuple, ...)."
         )
     if isinstance(token, float):
         what = "a NaN token" if math.isnan(token) else f"the number token {token!r}"
         raise ValueError(
-            f"{name}[{index}] has {what} at position {position}; tokens are "
-            "discrete symbols (str, int, tuple, ...), not floating-point numbers. Convert "
-            "integer-valued floats with .astype(int)."
+            f"{label} has {what} at position {position}; tokens are discrete symbols (str, "
+            "int, tuple, ...), not floating-point numbers. Convert integer-valued floats "
+            "with .astype(int)."
         )
 
 
-def _sample_tokens(sample, index, name):
+def _sample_tokens(sample, label):
     if sample is None:
-        raise ValueError(f"{name}[{index}] is None; every sample must be a token sequence.")
+        raise ValueError(f"{label} is None; every sample must be a token sequence.")
     if isinstance(sample, str):
         return list(sample)
     if isinstance(sample, bytes):
         raise ValueError(
-            f"{name}[{index}] is a bytes object; decode it to str first (or pass a list "
-            "of tokens)."
+            f"{label} is a bytes object; decode it to str first (or pass a list of tokens)."
         )
     if isinstance(sample, np.ndarray):
         if sample.ndim != 1:
             raise ValueError(
-                f"{name}[{index}] must be a 1-D sequence of tokens, got an array of shape "
-                f"{sample.shape}."
+                f"{label} must be a 1-D sequence of tokens, got an array of shape {sample.shape}."
             )
         tokens = sample.tolist()
-    elif isinstance(sample, list | tuple):
-        tokens = list(sample)
     elif isinstance(sample, dict | set | frozenset) or not hasattr(sample, "__iter__"):
         raise ValueError(
-            f"{name}[{index}] is a {type(sample).__name__}, not a token sequence (a string, "
-            "a list or tuple of tokens, or a 1-D array)."
+            f"{label} is of type {type(sample).__name__}, not a token sequence (a string, a "
+            "list or tuple of tokens, or a 1-D array)."
         )
     else:
         tokens = list(sample)
@@ -307,7 +342,7 @@ def _sample_tokens(sample, index, name):
         if isinstance(token, np.generic):
             token = token.item()
             tokens[position] = token
-        _check_token(token, index, position, name)
+        _check_token(token, label, position)
     return tokens
 
 
@@ -318,7 +353,8 @@ def check_token_sequences(X, name="X"):
     ----------
     X : sequence of token sequences
         Strings, lists or tuples of hashable tokens, or 1-D arrays; a 2-D array is read
-        as one sequence per row. Lengths may differ; empty sequences are allowed.
+        as one sequence per row, a 1-D array of strings as one string per sample.
+        Lengths may differ; empty sequences are allowed.
     name : str, default="X"
         Name of the argument, used in error messages.
 
@@ -337,44 +373,79 @@ def check_token_sequences(X, name="X"):
     TypeError
         If ``X`` is not a collection of samples.
     """
-    samples = _split_samples(
-        X,
-        name,
-        what="token sequences",
-        array_layout="2-D (one token sequence per row)",
-        array_ndims=(2,),
-    )
-    return [_sample_tokens(s, i, name) for i, s in enumerate(samples)], samples
+    if isinstance(X, np.ndarray) and X.dtype.kind == "U" and X.ndim == 1:
+        X = X.astype(object)  # one string per sample
+    samples = _split_samples(X, name, "token sequences")
+    return [_sample_tokens(s, f"{name}[{i}]") for i, s in enumerate(samples)], samples
 
 
-def _ordering_samples(y, name):
-    if isinstance(y, str | bytes):
-        raise TypeError(f"{name} must be a collection of index sequences, got a string.")
-    if isinstance(y, np.ndarray) and y.dtype != object and y.ndim != 2:
-        raise ValueError(
-            f"{name} must be 2-D (n_samples, n_outputs) with -1 padding or a list of "
-            f"index sequences; got an array of shape {y.shape}."
-        )
-    try:
-        return list(y)
-    except TypeError:
-        raise TypeError(
-            f"{name} must be a 2-D int array or a list of index sequences, got {type(y).__name__}."
-        ) from None
+def check_ordering(indices, *, name, n_positions=None, sequence_name="the sequence"):
+    """Validate one ordering and remove its -1 padding.
 
+    Parameters
+    ----------
+    indices : array-like of shape (n_outputs,)
+        Integer positions (integral floats are accepted), optionally followed by -1
+        padding.
+    name : str
+        Name of the ordering, used in error messages (e.g. ``"y[3]"``).
+    n_positions : int, default=None
+        Length of the sequence the indices point into; None skips the upper bound.
+    sequence_name : str, default="the sequence"
+        Name of that sequence, used in error messages.
 
-def _strip_padding(row, index, name):
+    Returns
+    -------
+    ndarray of shape (n_indices,), dtype int64
+        The indices without padding; it may be empty.
+
+    Raises
+    ------
+    ValueError
+        If the ordering is not 1-D, holds non-integer, negative (other than trailing -1
+        padding), repeated or out-of-range indices, or -1 before its last index.
+    """
+    row = _as_array(indices, name)
+    if row.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D sequence of indices, got shape {row.shape}.")
+    if row.dtype == object:
+        row = _as_array(row.tolist(), name)
+    if row.size and not np.issubdtype(row.dtype, np.integer):
+        numeric = row.dtype.kind == "f"
+        if not numeric or not np.all(np.isfinite(row)) or np.any(row != np.round(row)):
+            raise ValueError(
+                f"{name} holds non-integer values {row.tolist()}: Unknown label type; an "
+                "ordering is a sequence of integer positions."
+            )
+    row = row.astype(np.int64)
     padding = np.flatnonzero(row == -1)
-    if padding.size == 0:
-        return row
-    first = padding[0]
-    if not np.all(row[first:] == -1):
-        raise ValueError(f"{name}[{index}] has -1 padding before its last index.")
-    return row[:first]
+    if padding.size:
+        if np.any(row[padding[0] :] != -1):
+            raise ValueError(
+                f"{name} has -1 padding before its last index; -1 may only pad the end."
+            )
+        row = row[: padding[0]]
+    if np.any(row < 0):
+        raise ValueError(
+            f"{name} holds index {int(row[row < 0][0])}, a negative index; positions are "
+            ">= 0 and -1 only pads the end."
+        )
+    if n_positions is not None and np.any(row >= n_positions):
+        raise ValueError(
+            f"{name} holds index {int(row[row >= n_positions][0])}, outside the {n_positions} "
+            f"positions of {sequence_name} (valid: 0..{n_positions - 1})."
+        )
+    unique, counts = np.unique(row, return_counts=True)
+    if np.any(counts > 1):
+        raise ValueError(
+            f"{name} repeats index {int(unique[counts > 1][0])}; an ordering must use each "
+            "position at most once."
+        )
+    return row
 
 
-def check_orderings(y, lengths, *, name="y"):
-    """Validate target orderings against the lengths of their input sequences.
+def check_orderings(y, lengths=None, *, name="y", allow_empty=False):
+    """Validate orderings, against the lengths of their input sequences when given.
 
     Parameters
     ----------
@@ -382,70 +453,47 @@ def check_orderings(y, lengths, *, name="y"):
         A 2-D int array ``(n_samples, n_outputs)`` padded with -1 after each sample's
         last output, or a list of 1-D index sequences. Each ``y[i]`` is a permutation of
         ``range(lengths[i])`` or an ordered subset of it.
-    lengths : ndarray of shape (n_samples,)
-        Length of each input sequence.
+    lengths : ndarray of shape (n_samples,), default=None
+        Length of each input sequence ``X[i]``; None checks the indices without an
+        upper bound (e.g. to compare two sets of orderings).
     name : str, default="y"
         Name of the argument, used in error messages.
+    allow_empty : bool, default=False
+        Whether an ordering may hold no index (a prediction may; a target may not).
 
     Returns
     -------
-    targets : ndarray of shape (n_samples, max_outputs)
+    orderings : ndarray of shape (n_samples, max(1, max_outputs))
         The orderings as int32, padded with -1.
-    target_lengths : ndarray of shape (n_samples,)
-        Number of outputs of each sample.
+    ordering_lengths : ndarray of shape (n_samples,)
+        Number of indices of each sample.
 
     Raises
     ------
     ValueError
-        On a length mismatch with X, non-integer or out-of-range indices, repeated
-        indices, padding (-1) before the end of a sample, or an empty ordering.
+        On a sample-count mismatch with ``lengths``, or an ordering that fails
+        :func:`check_ordering`, or an empty ordering unless ``allow_empty``.
+    TypeError
+        If ``y`` is not a collection of orderings.
     """
-    samples = _ordering_samples(y, name)
-    if len(samples) != len(lengths):
+    samples = _split_samples(y, name, "orderings")
+    if lengths is not None and len(samples) != len(lengths):
         raise ValueError(
             f"X and {name} have different numbers of samples: {len(lengths)} and {len(samples)}."
         )
     rows = []
     for index, sample in enumerate(samples):
-        row = np.asarray(sample)
-        if row.ndim != 1:
-            raise ValueError(
-                f"{name}[{index}] must be a 1-D sequence of indices, got shape {row.shape}."
-            )
-        if row.dtype == object:
-            row = np.asarray(row.tolist())
-        if row.size and not np.issubdtype(row.dtype, np.integer):
-            numeric = row.dtype.kind == "f"
-            if not numeric or not np.all(np.isfinite(row)) or np.any(row != np.round(row)):
-                raise ValueError(
-                    f"{name}[{index}] holds non-integer values {row.tolist()}: Unknown label "
-                    "type; an ordering is a sequence of integer positions."
-                )
-        row = _strip_padding(row.astype(np.int64), index, name)
-        if row.size == 0:
+        row = check_ordering(
+            sample,
+            name=f"{name}[{index}]",
+            n_positions=None if lengths is None else int(lengths[index]),
+            sequence_name=f"X[{index}]",
+        )
+        if row.size == 0 and not allow_empty:
             raise ValueError(f"{name}[{index}] is empty; every sample needs at least one index.")
-        length = int(lengths[index])
-        out_of_range = (row < 0) | (row >= length)
-        if np.any(out_of_range):
-            raise ValueError(
-                f"{name}[{index}] holds index {int(row[out_of_range][0])}, outside the "
-                f"{length} positions of X[{index}] (valid: 0..{length - 1})."
-            )
-        unique, counts = np.unique(row, return_counts=True)
-        if np.any(counts > 1):
-            raise ValueError(
-                f"{name}[{index}] repeats index {int(unique[counts > 1][0])}; an ordering "
-                "must use each position at most once."
-            )
         rows.append(row)
-    target_lengths = np.fromiter((r.size for r in rows), dtype=np.int64, count=len(rows))
-    targets = np.full((len(rows), int(target_lengths.max())), -1, dtype=np.int32)
+    counts = np.fromiter((r.size for r in rows), dtype=np.int64, count=len(rows))
+    orderings = np.full((len(rows), max(1, int(counts.max()))), -1, dtype=np.int32)
     for i, row in enumerate(rows):
-        targets[i, : row.size] = row
-    return targets, target_lengths
-
-
-def ordering_lengths(orderings):
-    """Return the number of real (non -1) entries of each row of a padded ordering."""
-    orderings = np.asarray(orderings)
-    return (orderings != -1).sum(axis=1)
+        orderings[i, : row.size] = row
+    return orderings, counts

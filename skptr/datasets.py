@@ -27,6 +27,8 @@ import numpy as np
 from scipy.spatial import ConvexHull
 from sklearn.utils import check_random_state
 
+from ._sequences import check_numeric_sequence
+
 __all__ = [
     "make_convex_hull",
     "make_sorting",
@@ -317,8 +319,9 @@ def solve_tsp_exact(points):
 
     Parameters
     ----------
-    points : array-like of shape (n_cities, n_dims)
-        City coordinates (Euclidean distances), ``3 <= n_cities <= 12``.
+    points : array-like of shape (n_cities, n_dims) or (n_cities,)
+        City coordinates (Euclidean distances), ``3 <= n_cities <= 12``; a 1-D array
+        holds one coordinate per city, as a 2-D ``X`` does for the estimators.
 
     Returns
     -------
@@ -332,14 +335,8 @@ def solve_tsp_exact(points):
     >>> solve_tsp_exact([[0, 0], [1, 1], [0, 1], [1, 0]]).tolist()
     [0, 2, 1, 3]
     """
-    points = np.asarray(points, dtype=np.float64)
-    if points.ndim != 2:
-        raise ValueError(
-            f"points must be a 2-D array (n_cities, n_dims), got shape {points.shape}."
-        )
+    points = check_numeric_sequence(points, name="points")
     _check_tsp_size(points.shape[0], "n_cities")
-    if not np.all(np.isfinite(points)):
-        raise ValueError("points contains NaN or infinity.")
     return _held_karp(_pairwise_distances(points)[None])[0]
 
 

@@ -14,7 +14,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from skptr._sequences import check_numeric_sequences
+from skptr._sequences import (
+    check_numeric_sequences,
+    check_orderings,
+    check_token_sequences,
+    token_key,
+)
 
 __all__ = [
     "coarse_accuracy",
@@ -30,115 +35,38 @@ __all__ = [
 # --------------------------------------------------------------------------------------
 
 
-def _samples(y, name, what):
-    """Split a collection of per-sample sequences into a list."""
-    if isinstance(y, str | bytes):
-        raise TypeError(f"{name} must be a collection of {what}, got a single string.")
-    if isinstance(y, np.ndarray) and y.dtype != object and y.ndim != 2:
-        raise ValueError(
-            f"{name} must be a 2-D array (one row per sample) or a list of {what}; got an "
-            f"array of shape {y.shape}."
-        )
-    try:
-        samples = list(y)
-    except TypeError:
-        raise TypeError(
-            f"{name} must be a collection of {what}, got {type(y).__name__}."
-        ) from None
-    if len(samples) == 0:
-        raise ValueError(f"{name} holds no samples.")
-    return samples
-
-
-def _check_same_length(true, pred, true_name="y_true", pred_name="y_pred"):
+def _check_same_length(true, pred):
     if len(true) != len(pred):
         raise ValueError(
-            f"{true_name} and {pred_name} have different numbers of samples: "
-            f"{len(true)} and {len(pred)}."
+            f"y_true and y_pred have different numbers of samples: {len(true)} and {len(pred)}."
         )
-
-
-def _index_row(sample, index, name):
-    row = np.asarray(sample)
-    if row.ndim != 1:
-        raise ValueError(
-            f"{name}[{index}] must be a 1-D sequence of indices, got shape {row.shape}."
-        )
-    if row.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    if not np.issubdtype(row.dtype, np.integer):
-        numeric = row.dtype != object and np.issubdtype(row.dtype, np.number)
-        if not numeric or not np.all(np.isfinite(row)) or np.any(row != np.round(row)):
-            raise ValueError(f"{name}[{index}] holds non-integer values: {row.tolist()}.")
-    row = row.astype(np.int64)
-    padding = np.flatnonzero(row == -1)
-    if padding.size:
-        if not np.all(row[padding[0] :] == -1):
-            raise ValueError(
-                f"{name}[{index}] has -1 padding before its last index; -1 may only "
-                "pad the end of an ordering."
-            )
-        row = row[: padding[0]]
-    if np.any(row < 0):
-        raise ValueError(
-            f"{name}[{index}] holds the negative index {int(row[row < 0][0])}; indices "
-            "are >= 0 and -1 is only for padding."
-        )
-    return row
-
-
-def _orderings(y, name):
-    """Return orderings as a -1 padded int64 matrix and the length of each row."""
-    rows = [_index_row(sample, i, name) for i, sample in enumerate(_samples(y, name, "orderings"))]
-    lengths = np.fromiter((r.size for r in rows), dtype=np.int64, count=len(rows))
-    matrix = np.full((len(rows), max(1, int(lengths.max()))), -1, dtype=np.int64)
-    for i, row in enumerate(rows):
-        matrix[i, : row.size] = row
-    return matrix, lengths
 
 
 def _pad_to(matrix, width):
-    if matrix.shape[1] == width:
-        return matrix
     padded = np.full((matrix.shape[0], width), -1, dtype=matrix.dtype)
     padded[:, : matrix.shape[1]] = matrix
     return padded
 
 
-def _elements(X, n_samples, orderings, names):
-    """Gather ``X[i][orderings[k][i]]`` for each matrix of orderings, checking ranges."""
-    sequences = check_numeric_sequences(X, name="X", dtype=np.float64)
-    if sequences.n_samples != n_samples:
-        raise ValueError(
-            f"X and {names[0]} have different numbers of samples: {sequences.n_samples} "
-            f"and {n_samples}."
-        )
-    gathered = []
-    for matrix, name in zip(orderings, names, strict=True):
-        outside = matrix >= sequences.lengths[:, None]
-        if np.any(outside):
-            i, k = np.argwhere(outside)[0]
-            raise ValueError(
-                f"{name}[{i}] holds index {int(matrix[i, k])}, outside the "
-                f"{int(sequences.lengths[i])} elements of X[{i}]."
-            )
-        indices = np.maximum(matrix, 0)[:, :, None]
-        gathered.append(np.take_along_axis(sequences.values, indices, axis=1))
-    return gathered
+def _gather(sequences, orderings):
+    """The elements ``X[i][orderings[i, k]]`` (those of padding are ``X[i][0]``)."""
+    indices = np.maximum(orderings, 0)[:, :, None]
+    return np.take_along_axis(sequences.values, indices, axis=1)
 
 
 def _position_matches(y_true, y_pred, X):
     """Per-position correctness and the lengths of both orderings."""
-    true, true_lengths = _orderings(y_true, "y_true")
-    pred, pred_lengths = _orderings(y_pred, "y_pred")
+    sequences = None if X is None else check_numeric_sequences(X, dtype=np.float64)
+    lengths = None if X is None else sequences.lengths
+    true, true_lengths = check_orderings(y_true, lengths, name="y_true", allow_empty=True)
+    pred, pred_lengths = check_orderings(y_pred, lengths, name="y_pred", allow_empty=True)
     _check_same_length(true, pred)
     width = max(true.shape[1], pred.shape[1])
     true, pred = _pad_to(true, width), _pad_to(pred, width)
     if X is None:
         equal = true == pred
     else:
-        true_elements, pred_elements = _elements(X, len(true), (true, pred), ("y_true", "y_pred"))
-        equal = np.all(true_elements == pred_elements, axis=-1)
+        equal = np.all(_gather(sequences, true) == _gather(sequences, pred), axis=-1)
     shared = np.arange(width)[None, :] < np.minimum(true_lengths, pred_lengths)[:, None]
     return equal & shared, true_lengths, pred_lengths
 
@@ -155,8 +83,8 @@ def position_accuracy(y_true, y_pred, X=None):
     ----------
     y_true, y_pred : array-like
         Orderings: 2-D int arrays ``(n_samples, n_outputs)`` padded with -1 after each
-        sample's last index, or lists of 1-D index sequences. Both must hold the same
-        number of samples.
+        sample's last index, or lists of 1-D index sequences, each using a position at
+        most once. Both must hold the same number of samples.
     X : array-like, default=None
         The sequences the indices point into: a 2-D array ``(n_samples, n_steps)``, a
         3-D array ``(n_samples, n_steps, n_features)`` or a list of ``(n_steps_i,)`` or
@@ -236,8 +164,8 @@ def tour_length(X, tours):
     -------
     ndarray of shape (n_samples,), dtype float64
         The length of each closed tour, the return from the last city to the first
-        included. A tour of zero or one city has length 0. Tours are not checked to
-        visit every city exactly once: the length is that of the listed cities.
+        included. A tour of zero or one city has length 0. A tour may leave cities out
+        (the length is that of the listed ones) but may not repeat one.
 
     Examples
     --------
@@ -245,8 +173,9 @@ def tour_length(X, tours):
     >>> tour_length([[[0, 0], [1, 0], [1, 1], [0, 1]]], [[0, 1, 2, 3]])
     array([4.])
     """
-    order, lengths = _orderings(tours, "tours")
-    (points,) = _elements(X, len(order), (order,), ("tours",))
+    sequences = check_numeric_sequences(X, dtype=np.float64)
+    order, lengths = check_orderings(tours, sequences.lengths, name="tours", allow_empty=True)
+    points = _gather(sequences, order)
     hops = np.linalg.norm(np.diff(points, axis=1), axis=-1)
     inside = np.arange(1, order.shape[1])[None, :] < lengths[:, None]
     open_length = np.where(inside, hops, 0.0).sum(axis=1)
@@ -260,31 +189,14 @@ def tour_length(X, tours):
 # --------------------------------------------------------------------------------------
 
 
-def _token_list(sample, index, name):
-    if isinstance(sample, str | bytes):
-        return list(sample)
-    if isinstance(sample, np.ndarray):
-        if sample.ndim != 1:
-            raise ValueError(
-                f"{name}[{index}] must be a 1-D sequence of tokens, got shape {sample.shape}."
-            )
-        return sample.tolist()
-    try:
-        return list(sample)
-    except TypeError:
-        raise TypeError(
-            f"{name}[{index}] must be a sequence of tokens (a string, a list, a tuple or a "
-            f"1-D array), got {type(sample).__name__}."
-        ) from None
-
-
 def _token_pairs(y_true, y_pred):
-    true = _samples(y_true, "y_true", "token sequences")
-    pred = _samples(y_pred, "y_pred", "token sequences")
+    """The tokens of each pair of sequences, as keys that tell ``True`` from ``1``."""
+    true, _ = check_token_sequences(y_true, "y_true")
+    pred, _ = check_token_sequences(y_pred, "y_pred")
     _check_same_length(true, pred)
     return [
-        (_token_list(t, i, "y_true"), _token_list(p, i, "y_pred"))
-        for i, (t, p) in enumerate(zip(true, pred, strict=True))
+        ([token_key(t) for t in true_tokens], [token_key(t) for t in pred_tokens])
+        for true_tokens, pred_tokens in zip(true, pred, strict=True)
     ]
 
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._sequences import check_numeric_sequence, check_ordering
+
 __all__ = [
     "plot_accuracy_by_length",
     "plot_convex_hull",
@@ -47,25 +49,17 @@ def _axes(ax, figsize=None):
     return ax
 
 
-def _ordering(indices, n_elements, name):
-    """A 1-D ordering with its -1 padding removed, checked against ``n_elements``."""
-    order = np.asarray(indices)
-    if order.ndim != 1:
-        raise ValueError(f"{name} must be a 1-D sequence of indices, got shape {order.shape}.")
-    order = order.astype(np.int64)
-    order = order[order >= 0] if order.size else order
-    if np.any(order >= n_elements):
-        raise ValueError(
-            f"{name} holds index {int(order.max())}, but there are only {n_elements} points."
-        )
-    return order
-
-
 def _points(points, name="points"):
-    points = np.asarray(points, dtype=np.float64)
-    if points.ndim != 2 or points.shape[1] != 2:
-        raise ValueError(f"{name} must have shape (n_points, 2), got {points.shape}.")
+    """One point set as a float array of shape (n_points, 2)."""
+    points = check_numeric_sequence(points, name=name)
+    if points.shape[1] != 2:
+        raise ValueError(f"{name} must have 2 coordinates per point, got {points.shape[1]}.")
     return points
+
+
+def _ordering(indices, points, name):
+    """One ordering of ``points``, validated, without its -1 padding."""
+    return check_ordering(indices, name=name, n_positions=len(points), sequence_name="points")
 
 
 def plot_pointer_attention(
@@ -132,11 +126,11 @@ def plot_pointer_attention(
     proba = proba[np.any(proba > 0, axis=1)]
     n_positions = proba.shape[1] - 1
     if inputs is not None:
-        inputs = np.asarray(inputs)
-        if inputs.ndim == 0 or len(inputs) > n_positions:
+        inputs = check_numeric_sequence(inputs, name="inputs")
+        if len(inputs) > n_positions:
             raise ValueError(
                 f"inputs must hold at most {n_positions} elements, one per position; "
-                f"got shape {inputs.shape}."
+                f"got {len(inputs)}."
             )
         n_positions = len(inputs)
     end = bool(np.any(proba[:, -1] > 0)) if show_end == "auto" else bool(show_end)
@@ -151,24 +145,25 @@ def plot_pointer_attention(
     if inputs is None:
         column_labels = [str(j) for j in range(n_positions)]
     else:
-        column_labels = [f"{v:.3g}" if np.isscalar(v) else str(j) for j, v in enumerate(inputs)]
+        scalars = inputs.shape[1] == 1
+        column_labels = [f"{v[0]:.3g}" if scalars else str(j) for j, v in enumerate(inputs)]
     if end:
         column_labels.append("end")
     ax.set_xticks(np.arange(len(column_labels)), column_labels)
     ax.set_yticks(np.arange(shown.shape[0]))
     if ordering is not None:
-        order = np.asarray(ordering).astype(np.int64)[: shown.shape[0]]
-        rows = []
-        for k, j in enumerate(order):
-            column = n_positions if (j < 0 or j >= n_positions) and end else j
-            if 0 <= column < shown.shape[1]:
-                ax.add_patch(
-                    Rectangle(
-                        (column - 0.5, k - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=1.5
-                    )
+        order = check_ordering(ordering, name="ordering", n_positions=n_positions)
+        # The steps after the ordering's last index chose the end, when it is shown.
+        after = [n_positions] if end else []
+        columns = [*order.tolist(), *after * (len(proba) - order.size)][: len(proba)]
+        for k, column in enumerate(columns):
+            ax.add_patch(
+                Rectangle(
+                    (column - 0.5, k - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=1.5
                 )
-            rows.append(column_labels[column] if 0 <= column < len(column_labels) else "")
-        rows += [""] * (shown.shape[0] - len(rows))
+            )
+        rows = [column_labels[column] for column in columns]
+        rows += [""] * (len(proba) - len(rows))
         ax.set_yticklabels([f"{k}: {label}" for k, label in enumerate(rows)])
     ax.set_xlabel("input position" if inputs is None else "input element")
     ax.set_ylabel("output step")
@@ -222,13 +217,13 @@ def plot_convex_hull(points, hull, true_hull=None, *, ax=None, title=True):
     'exact: 4 vertices'
     """
     points = _points(points)
-    order = _ordering(hull, len(points), "hull")
+    order = _ordering(hull, points, "hull")
     ax = _axes(ax, figsize=(4, 4))
     polygon = _closed(points, order) if order.size else np.zeros((0, 2))
     ax.plot(polygon[:, 0], polygon[:, 1], "-", color="C0", linewidth=1.8, label="predicted")
     exact = None
     if true_hull is not None:
-        truth = _ordering(true_hull, len(points), "true_hull")
+        truth = _ordering(true_hull, points, "true_hull")
         true_polygon = _closed(points, truth)
         ax.plot(
             true_polygon[:, 0],
@@ -322,7 +317,7 @@ def plot_tour(points, tour, *, ax=None, title=True, color="C0", label=None):
     'length 4.000'
     """
     points = _points(points)
-    order = _ordering(tour, len(points), "tour")
+    order = _ordering(tour, points, "tour")
     ax = _axes(ax, figsize=(4, 4))
     ax.scatter(points[:, 0], points[:, 1], s=14, color="k", zorder=3)
     if order.size:

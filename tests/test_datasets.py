@@ -272,10 +272,14 @@ def test_tsp_large_size_message_says_why():
 
 
 def test_solve_tsp_exact_rejects_bad_points():
-    with pytest.raises(ValueError, match="2-D"):
-        solve_tsp_exact(np.zeros(5))
-    with pytest.raises(ValueError, match="NaN"):
+    with pytest.raises(ValueError, match=r"points has 3 dimensions"):
+        solve_tsp_exact(np.zeros((5, 2, 1)))
+    with pytest.raises(ValueError, match=r"points contains NaN or infinity \(first at step 1\)"):
         solve_tsp_exact([[0, 0], [1, np.nan], [2, 2]])
+
+
+def test_solve_tsp_exact_reads_a_one_dimensional_array_as_one_coordinate_per_city():
+    assert solve_tsp_exact([0.0, 3.0, 1.0, 2.0]).tolist() == [0, 1, 3, 2]
 
 
 # --------------------------------------------------------------------------------------

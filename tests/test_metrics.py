@@ -223,7 +223,28 @@ def test_token_metrics_reject_bad_input():
         coarse_accuracy(["a"], ["a", "b", "c"])
     with pytest.raises(TypeError, match="string"):
         fine_accuracy("abc", "abc")
-    with pytest.raises(TypeError, match=r"y_pred\[0\]"):
+    with pytest.raises(ValueError, match=r"y_pred\[0\] is of type int, not a token sequence"):
         coarse_accuracy(["a"], [3])
     with pytest.raises(ValueError, match="no samples"):
         coarse_accuracy([], [])
+
+
+def test_metrics_apply_the_validation_rules_of_the_estimators():
+    with pytest.raises(ValueError, match=r"y_pred\[0\] repeats index 1"):
+        position_accuracy([[0, 1, 2]], [[0, 1, 1]])
+    with pytest.raises(ValueError, match=r"tours\[0\] repeats index 0"):
+        tour_length([[[0.0, 0.0], [1.0, 1.0]]], [[0, 1, 0]])
+    with pytest.raises(ValueError, match=r"X\[0\] contains NaN"):
+        tour_length([[[0.0, np.nan], [1.0, 1.0]]], [[0, 1]])
+    with pytest.raises(ValueError, match=r"y_true\[1\] has a NaN token"):
+        fine_accuracy(["ab", [float("nan")]], ["ab", "c"])
+
+
+def test_true_and_one_are_different_tokens():
+    assert coarse_accuracy([[True, 1]], [[True, 1]]) == 1.0
+    assert coarse_accuracy([[True, 1]], [[1, True]]) == 0.0
+    assert fine_accuracy([[(1,)]], [[(True,)]]) == 0.0
+
+
+def test_a_one_dimensional_array_of_strings_is_one_string_per_sample():
+    assert coarse_accuracy(np.array(["ab", "cd"]), ["ab", "ce"]) == 0.5

@@ -90,8 +90,21 @@ def test_convex_hull_same_cycle_rotated_is_exact():
 
 
 def test_convex_hull_rejects_out_of_range_indices():
-    with pytest.raises(ValueError, match="only 5 points"):
+    with pytest.raises(ValueError, match=r"hull holds index 7, outside the 5 positions of points"):
         plotting.plot_convex_hull(SQUARE, [0, 1, 7])
+
+
+def test_orderings_and_points_follow_the_rules_of_the_estimators():
+    with pytest.raises(ValueError, match=r"tour repeats index 1"):
+        plotting.plot_tour(SQUARE, [0, 1, 1])
+    with pytest.raises(ValueError, match=r"true_hull has -1 padding before its last index"):
+        plotting.plot_convex_hull(SQUARE, [0, 1, 2], true_hull=[0, -1, 2])
+    with pytest.raises(ValueError, match=r"points contains NaN or infinity \(first at step 1\)"):
+        plotting.plot_tour([[0.0, 0.0], [np.nan, 1.0], [1.0, 1.0]], [0, 1, 2])
+    with pytest.raises(ValueError, match=r"points must have 2 coordinates per point, got 3"):
+        plotting.plot_tour(np.zeros((3, 3)), [0, 1, 2])
+    with pytest.raises(ValueError, match=r"ordering holds index 5, outside the 2 positions"):
+        plotting.plot_pointer_attention(np.eye(3), ordering=[0, 5])
 
 
 # --------------------------------------------------------------------------- tours

@@ -1,7 +1,14 @@
 import numpy as np
 import pytest
+import scipy.sparse
 
-from skptr._sequences import check_numeric_sequences, check_orderings
+from skptr._sequences import (
+    check_numeric_sequence,
+    check_numeric_sequences,
+    check_ordering,
+    check_orderings,
+    check_token_sequences,
+)
 
 
 def test_two_dimensional_input_has_one_feature_per_step():
@@ -118,3 +125,51 @@ def test_large_integers_that_stay_distinct_in_float32_are_accepted():
         np.array([[2**24, 2**24 + 1]], dtype=np.int64), dtype=np.float64
     )
     assert padded.values[0, 1, 0] == 2**24 + 1
+
+
+def test_orderings_without_input_lengths_may_be_empty():
+    orderings, counts = check_orderings([[5, 0], []], name="y_pred", allow_empty=True)
+    np.testing.assert_array_equal(orderings, [[5, 0], [-1, -1]])
+    np.testing.assert_array_equal(counts, [2, 0])
+    orderings, counts = check_orderings([[]], allow_empty=True)
+    assert orderings.shape == (1, 1) and counts.tolist() == [0]
+
+
+@pytest.mark.parametrize(
+    ("indices", "message"),
+    [
+        ([0, 0], r"tour repeats index 0"),
+        ([0, -2], r"tour holds index -2, a negative index"),
+        ([0, 3], r"tour holds index 3, outside the 3 positions of points \(valid: 0\.\.2\)"),
+        ([[0]], r"tour must be a 1-D sequence"),
+        ([0, [1, 2]], r"tour could not be read as an array"),
+    ],
+)
+def test_one_ordering_is_checked_like_each_row_of_many(indices, message):
+    with pytest.raises(ValueError, match=message):
+        check_ordering(indices, name="tour", n_positions=3, sequence_name="points")
+
+
+def test_one_numeric_sequence_is_checked_like_each_sample_of_many():
+    np.testing.assert_array_equal(check_numeric_sequence([1, 2], name="points"), [[1.0], [2.0]])
+    with pytest.raises(ValueError, match=r"points is an empty sequence"):
+        check_numeric_sequence([], name="points")
+
+
+@pytest.mark.parametrize(
+    ("check", "what"),
+    [
+        (check_numeric_sequences, "numeric sequences"),
+        (check_orderings, "orderings"),
+        (check_token_sequences, "token sequences"),
+    ],
+)
+def test_containers_follow_one_set_of_rules(check, what):
+    with pytest.raises(TypeError, match=rf"Z must be a collection of {what} .* single string"):
+        check("abc", name="Z")
+    with pytest.raises(TypeError, match="Z is a sparse matrix"):
+        check(scipy.sparse.csr_matrix(np.eye(2)), name="Z")
+    with pytest.raises(ValueError, match=r"Z must be 2-D .* got an array of shape \(3,\)"):
+        check(np.arange(3), name="Z")
+    with pytest.raises(ValueError, match="Z holds no samples"):
+        check([], name="Z")

@@ -42,7 +42,7 @@ def test_a_dataframe_like_column_is_read_through_to_numpy():
         (["ab", None], ValueError, r"X\[1\] is None"),
         (["ab", b"cd"], ValueError, r"X\[1\] is a bytes object"),
         ([np.zeros((2, 2))], ValueError, r"X\[0\] must be a 1-D sequence"),
-        ([{"a": 1}], ValueError, r"X\[0\] is a dict, not a token sequence"),
+        ([{"a": 1}], ValueError, r"X\[0\] is of type dict, not a token sequence"),
         ([["a", ["b"]]], ValueError, r"X\[0\] has an unhashable token at position 1"),
         ([[1, 2j]], ValueError, r"X\[0\] has the complex token 2j"),
         ([["a"], [float("nan")]], ValueError, r"X\[1\] has a NaN token at position 0"),
@@ -85,3 +85,8 @@ def test_a_token_of_another_type_is_unknown():
     vocabulary = learn_vocabulary([[1, 2]])
     with pytest.raises(ValueError, match=r"X\[0\] holds the token True"):
         encode_tokens([[True]], vocabulary, name="X")
+
+
+def test_a_one_dimensional_array_of_strings_holds_one_string_per_sample():
+    tokens, _ = check_token_sequences(np.array(["ab", "c"]))
+    assert tokens == [["a", "b"], ["c"]]

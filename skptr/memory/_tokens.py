@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._sequences import token_key
+
 __all__ = [
     "decode_tokens",
     "encode_tokens",
@@ -43,20 +45,6 @@ def sequence_kind(samples):
     return "list", None
 
 
-def _token_key(token):
-    """Key telling tokens apart by type as well as value.
-
-    ``True == 1`` and ``(True,) == (1,)`` in Python, so a plain dict would merge such
-    tokens into one vocabulary entry; keying by type (inside tuples and frozensets too)
-    keeps them apart.
-    """
-    if isinstance(token, tuple):
-        return type(token), tuple(_token_key(item) for item in token)
-    if isinstance(token, frozenset):
-        return type(token), frozenset(_token_key(item) for item in token)
-    return type(token), token
-
-
 def learn_vocabulary(sequences):
     """Distinct tokens of ``sequences``, sorted when they can be compared.
 
@@ -74,7 +62,7 @@ def learn_vocabulary(sequences):
     ndarray of shape (n_tokens,), dtype object
         The vocabulary; a token's id is its position in it.
     """
-    distinct = {_token_key(token): token for tokens in sequences for token in tokens}
+    distinct = {token_key(token): token for tokens in sequences for token in tokens}
     tokens = list(distinct.values())
     try:
         tokens = sorted(tokens, key=lambda token: (token, type(token).__name__))
@@ -112,12 +100,12 @@ def encode_tokens(sequences, vocabulary, *, name, unknown=None, where="fit"):
         If a token is not in the vocabulary and ``unknown`` is None, naming the sample
         and the token.
     """
-    index = {_token_key(token): i for i, token in enumerate(vocabulary.tolist())}
+    index = {token_key(token): i for i, token in enumerate(vocabulary.tolist())}
     encoded = []
     for i, tokens in enumerate(sequences):
         ids = np.empty(len(tokens), dtype=np.int32)
         for position, token in enumerate(tokens):
-            token_id = index.get(_token_key(token))
+            token_id = index.get(token_key(token))
             if token_id is None:
                 if unknown is None:
                     raise ValueError(
