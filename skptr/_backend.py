@@ -9,11 +9,12 @@ it, unless ``SKPTR_GPU_MEMORY_GROWTH=0`` is set in the environment.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 
 import keras
 
-__all__ = ["enable_gpu_memory_growth", "out_of_memory_as_error"]
+__all__ = ["enable_gpu_memory_growth", "out_of_memory_as_error", "quiet_retracing"]
 
 _OUT_OF_MEMORY_MARKERS = ("ResourceExhaustedError", "RESOURCE_EXHAUSTED", "OutOfMemory")
 
@@ -25,6 +26,27 @@ def _is_out_of_memory(error):
         marker in type(error).__name__ or marker in str(error)[:500]
         for marker in _OUT_OF_MEMORY_MARKERS
     )
+
+
+@contextlib.contextmanager
+def quiet_retracing():
+    """Hide TensorFlow's "triggered tf.function retracing" warnings inside the block.
+
+    skptr pads inference inputs to a few shapes, so each compiled inference function
+    traces a bounded number of times; TensorFlow's detector still counts the first
+    traces of the many functions a search or a benchmark creates as "excessive". The
+    warnings of the "tensorflow" logger are hidden while skptr runs inference.
+    """
+    if keras.backend.backend() != "tensorflow":
+        yield
+        return
+    logger = logging.getLogger("tensorflow")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 @contextlib.contextmanager

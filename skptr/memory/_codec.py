@@ -84,6 +84,11 @@ class TransducerCodec:
     def learn(cls, X, y):
         """Validate training data; return the codec fitted to it and its encoding."""
         sources, targets, target_samples = cls._pairs(X, y)
+        if not any(targets):
+            raise ValueError(
+                "every target in y is empty: there is no output token to learn (a "
+                "transducer needs at least one non-empty target)."
+            )
         codec = cls(
             learn_vocabulary(sources),
             learn_vocabulary(targets),

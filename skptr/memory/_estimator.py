@@ -10,6 +10,7 @@ import numpy as np
 from keras import ops
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._backend import quiet_retracing
 from .._base import SequenceEstimatorBase, inference_rows, power_of_two_at_least
 from ..metrics import fine_accuracy
 from ._codec import TransducerCodec
@@ -298,7 +299,9 @@ class NeuralStackTransducer(SequenceEstimatorBase):
             )
             limit = codec.output_limit(lengths[members].max(), self.max_output_length)
             canvas = np.zeros((n_rows, power_of_two_at_least(limit + 1)), dtype=np.int32)
-            classes = np.asarray(decoder.predict_on_batch({"source": sources, "canvas": canvas}))
+            with quiet_retracing():
+                classes = decoder.predict_on_batch({"source": sources, "canvas": canvas})
+            classes = np.asarray(classes)
             for row, i in enumerate(members):
                 outputs[i] = codec.output_ids(classes[row], limit)
         return outputs
@@ -389,7 +392,8 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         streams = [codec.trace_stream(s, o) for s, o in zip(source_ids, output_ids, strict=True)]
         self._check_trace_length([len(s) for s in streams], max_steps, "input and output")
         padded = codec.left_padded(streams)
-        traces = self._inference_model("traces", _Traces).predict_on_batch(padded)
+        with quiet_retracing():
+            traces = self._inference_model("traces", _Traces).predict_on_batch(padded)
         traces = {key: np.asarray(value) for key, value in traces.items()}
         n_steps = padded.shape[1]
         results = []

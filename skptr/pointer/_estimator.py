@@ -8,6 +8,7 @@ from typing import ClassVar
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._backend import quiet_retracing
 from .._base import SequenceEstimatorBase, inference_rows
 from .._sequences import check_orderings
 from ..metrics import position_accuracy
@@ -197,7 +198,8 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         batch_size = self._predict_batch_size()
         n_rows = inference_rows(sequences.n_samples, batch_size)
         inputs = PointerCodec.decoder_inputs(sequences, n_rows)
-        outputs = decoder.predict(inputs, batch_size=batch_size, verbose=0)
+        with quiet_retracing():
+            outputs = decoder.predict(inputs, batch_size=batch_size, verbose=0)
         return PointerCodec.decode(outputs, sequences.n_samples)
 
     def predict(self, X):

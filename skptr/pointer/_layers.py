@@ -25,7 +25,8 @@ def recurrent_layer(cell, units, seeds, **kwargs):
     cell : {"lstm", "gru", "rnn"}
     units : int
     seeds : SeedStream
-        Source of the seeds of the kernel and recurrent initializers.
+        Source of the seeds of the kernel and recurrent initializers and of the
+        layer's own dropout seed generator.
     **kwargs
         Passed to the layer.
     """
@@ -33,6 +34,7 @@ def recurrent_layer(cell, units, seeds, **kwargs):
         units,
         kernel_initializer=seeds.glorot_uniform(),
         recurrent_initializer=seeds.orthogonal(),
+        seed=seeds.next(),
         **kwargs,
     )
 
