@@ -471,11 +471,9 @@ def build_blocks(data, run):
             para(
                 "`est.fit` (warm start: the network is already built and traced) against "
                 "`est.network_.fit` on the same network, data and epochs, median of "
-                "repeats. To attribute the difference, the same Keras fit is also timed "
-                "right after `keras.utils.set_random_seed` (which the estimator calls at "
-                "the start of every fit to seed Keras, Python and NumPy), and the "
-                "estimator's data validation and encoding alone. The cold first `fit` "
-                "also builds the network and traces its training step."
+                "repeats. To attribute the difference, the estimator's data validation "
+                "and encoding are also timed alone. The cold first `fit` also builds "
+                "the network and traces its training step."
             )
         )
         blocks.append(
@@ -486,7 +484,6 @@ def build_blocks(data, run):
                     "`est.fit`",
                     "`network_.fit`",
                     "overhead",
-                    "`network_.fit` after `set_random_seed`",
                     "data preparation",
                     "cold first fit",
                 ],
@@ -497,7 +494,6 @@ def build_blocks(data, run):
                         f"{r['estimator_fit_s']:.2f} s",
                         f"{r['keras_fit_s']:.2f} s",
                         f"{r['overhead_s']:+.2f} s ({r['overhead_percent']:+.1f} %)",
-                        _seconds(r.get("seeded_keras_fit_s")),
                         _seconds(r.get("prepare_data_s")),
                         f"{r['cold_fit_s']:.1f} s",
                     ]

@@ -95,7 +95,7 @@ def pointer_speed(config, log):
             # The first fit builds the network and traces its training step (warm-up).
             with Stopwatch() as cold:
                 est.fit(X, y)
-            inputs, targets = est._prepare_training_data(X, y, reset=False)
+            inputs, targets, _ = est._prepare_training_data(X, y, reset=False)
             n_positions = inputs["values"].shape[1]
             n_classes = n_positions + int(est.ordered_subsets_)
             reference = build_reference(hidden, n_classes, est.n_features_in_)
@@ -212,18 +212,16 @@ def transducer_speed(config, log):
             # or more), and one epoch traces the training step before the timed
             # repeats.
             with Stopwatch() as cold:
-                inputs, targets = est._prepare_training_data(X, y, reset=True)
+                streams, targets, _ = est._prepare_training_data(X, y, reset=True)
                 est.network_ = est._build_network()
                 est.network_.compile(
                     optimizer=keras.optimizers.Adam(est.learning_rate, clipnorm=est.clipnorm),
                     loss=est._loss(),
                     jit_compile=bool(config.get("jit_compile", False)),
                 )
-                est.network_.fit(
-                    inputs["stream"], targets, batch_size=batch_size, epochs=1, verbose=0
-                )
+                est.network_.fit(streams, targets, batch_size=batch_size, epochs=1, verbose=0)
             est.predict(X_infer)  # traces the decoder
-            fitted[memory] = (est, inputs["stream"], targets, cold.elapsed)
+            fitted[memory] = (est, streams, targets, cold.elapsed)
         train = {memory: [] for memory in fitted}
         infer = {memory: [] for memory in fitted}
         output_lengths = {}
@@ -354,10 +352,9 @@ def _overhead_row(name, estimator, X, y, config):
     est = clone(estimator).set_params(warm_start=True)
     with Stopwatch() as cold:
         est.fit(X, y)
-    inputs, targets = est._prepare_training_data(X, y, reset=False)
-    keras_input = inputs["stream"] if "stream" in inputs else inputs
+    keras_input, targets, _ = est._prepare_training_data(X, y, reset=False)
     est.fit(X, y)  # a warm call first, in case anything is traced lazily
-    sk_seconds, keras_seconds, seeded_seconds, prepare_seconds = [], [], [], []
+    sk_seconds, keras_seconds, prepare_seconds = [], [], []
 
     def keras_fit():
         est.network_.fit(
@@ -376,12 +373,7 @@ def _overhead_row(name, estimator, X, y, config):
         with Stopwatch() as watch:
             keras_fit()
         keras_seconds.append(watch.elapsed)
-        # Attribution: the same Keras fit right after keras.utils.set_random_seed, which
-        # the estimator calls at the start of every fit, and the data preparation alone.
-        with Stopwatch() as watch:
-            keras.utils.set_random_seed(0)
-            keras_fit()
-        seeded_seconds.append(watch.elapsed)
+        # Attribution: the data preparation alone.
         with Stopwatch() as watch:
             est._prepare_training_data(X, y, reset=False)
         prepare_seconds.append(watch.elapsed)
@@ -393,7 +385,6 @@ def _overhead_row(name, estimator, X, y, config):
         "cold_fit_s": cold.elapsed,
         "estimator_fit_s": sk,
         "keras_fit_s": kr,
-        "seeded_keras_fit_s": float(np.median(seeded_seconds)),
         "prepare_data_s": float(np.median(prepare_seconds)),
         "overhead_s": sk - kr,
         "overhead_percent": 100.0 * (sk - kr) / kr,

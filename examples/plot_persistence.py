@@ -10,7 +10,8 @@ the same predictions with either:
   hyperparameters when loading.
 - ``est.save(path)`` / :func:`skptr.load`, skptr's own pickle-free format: the
   hyperparameters and fitted attributes as JSON, the network in the Keras ``.keras``
-  format, loaded in Keras safe mode.
+  format. Loading validates the file and reads only the weights, into a network built
+  from the validated hyperparameters.
 
 .. warning::
 
