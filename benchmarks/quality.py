@@ -22,6 +22,7 @@ from skptr.metrics import (
     sequence_accuracy,
     tour_length,
 )
+from skptr.pointer._decoding import PointerDecoder
 
 from ._common import Stopwatch, check
 from ._reference import ReferenceGreedyDecoder, build_reference
@@ -86,23 +87,29 @@ def sort8_curves(config, log):
     curves = {}
 
     # Each model trains for all epochs in one fit; a callback times every epoch and
-    # then decodes the test set (evaluation time is not counted as training time).
+    # then decodes the test set with the network being trained (evaluation time is not
+    # counted as training time; the estimator itself is only fitted once fit returns).
+    test_inputs = {"values": X_test[:, :, None], "lengths": np.full(len(X_test), 8, np.int32)}
+    decoders = {}
+
+    def pointer_predict(network):
+        decoder = decoders.setdefault(id(network), PointerDecoder(network))
+        outputs = decoder.predict(test_inputs, batch_size=256, verbose=0)
+        return np.asarray(outputs["orderings"])
+
     curve = _new_curve()
     est = _pointer(config)
-    est.set_params(
-        callbacks=[_EpochEvaluation(curve, lambda: est.predict(X_test), y_test, X_test)]
-    )
+    est.set_params(callbacks=[_EpochEvaluation(curve, pointer_predict, y_test, X_test)])
     est.fit(X_train, y_train)
     curves["pointer"] = curve
 
-    inputs, targets = est._prepare_training_data(X_train, y_train, reset=False)
-    test_inputs = {"values": X_test[:, :, None], "lengths": np.full(len(X_test), 8, np.int32)}
+    inputs, targets, _ = est._prepare_training_data(X_train, y_train, reset=False)
     for name, attention in (("lstm_seq2seq", False), ("attention_seq2seq", True)):
         model = build_reference(hidden, 8, 1, attention=attention)
         decoder = ReferenceGreedyDecoder(model, 8)
         curve = _new_curve()
 
-        def predict(decoder=decoder):
+        def predict(network, decoder=decoder):
             return np.asarray(decoder.predict(test_inputs, batch_size=256, verbose=0))
 
         model.fit(
@@ -133,7 +140,7 @@ def sort8_curves(config, log):
 
 
 class _EpochEvaluation(keras.callbacks.Callback):
-    """Times each training epoch, then scores ``predict()`` on held-out data."""
+    """Times each training epoch, then scores ``predict(network)`` on held-out data."""
 
     def __init__(self, curve, predict, y_true, X):
         super().__init__()
@@ -143,7 +150,8 @@ class _EpochEvaluation(keras.callbacks.Callback):
         self.start = time.perf_counter()
 
     def on_epoch_end(self, epoch, logs=None):
-        _record(self.curve, time.perf_counter() - self.start, self.y_true, self.predict(), self.X)
+        predictions = self.predict(self.model)
+        _record(self.curve, time.perf_counter() - self.start, self.y_true, predictions, self.X)
 
 
 def _new_curve():

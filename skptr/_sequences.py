@@ -379,7 +379,9 @@ def check_token_sequences(X, name="X"):
     return [_sample_tokens(s, f"{name}[{i}]") for i, s in enumerate(samples)], samples
 
 
-def check_ordering(indices, *, name, n_positions=None, sequence_name="the sequence"):
+def check_ordering(
+    indices, *, name, n_positions=None, sequence_name="the sequence", allow_repeats=False
+):
     """Validate one ordering and remove its -1 padding.
 
     Parameters
@@ -393,6 +395,9 @@ def check_ordering(indices, *, name, n_positions=None, sequence_name="the sequen
         Length of the sequence the indices point into; None skips the upper bound.
     sequence_name : str, default="the sequence"
         Name of that sequence, used in error messages.
+    allow_repeats : bool, default=False
+        Whether an index may appear more than once (a prediction scored by a metric
+        may repeat one; an ordering to learn may not).
 
     Returns
     -------
@@ -436,7 +441,7 @@ def check_ordering(indices, *, name, n_positions=None, sequence_name="the sequen
             f"positions of {sequence_name} (valid: 0..{n_positions - 1})."
         )
     unique, counts = np.unique(row, return_counts=True)
-    if np.any(counts > 1):
+    if not allow_repeats and np.any(counts > 1):
         raise ValueError(
             f"{name} repeats index {int(unique[counts > 1][0])}; an ordering must use each "
             "position at most once."
@@ -444,7 +449,7 @@ def check_ordering(indices, *, name, n_positions=None, sequence_name="the sequen
     return row
 
 
-def check_orderings(y, lengths=None, *, name="y", allow_empty=False):
+def check_orderings(y, lengths=None, *, name="y", allow_empty=False, allow_repeats=False):
     """Validate orderings, against the lengths of their input sequences when given.
 
     Parameters
@@ -460,6 +465,8 @@ def check_orderings(y, lengths=None, *, name="y", allow_empty=False):
         Name of the argument, used in error messages.
     allow_empty : bool, default=False
         Whether an ordering may hold no index (a prediction may; a target may not).
+    allow_repeats : bool, default=False
+        Whether an ordering may repeat an index (see :func:`check_ordering`).
 
     Returns
     -------
@@ -488,6 +495,7 @@ def check_orderings(y, lengths=None, *, name="y", allow_empty=False):
             name=f"{name}[{index}]",
             n_positions=None if lengths is None else int(lengths[index]),
             sequence_name=f"X[{index}]",
+            allow_repeats=allow_repeats,
         )
         if row.size == 0 and not allow_empty:
             raise ValueError(f"{name}[{index}] is empty; every sample needs at least one index.")

@@ -59,7 +59,9 @@ def _position_matches(y_true, y_pred, X):
     sequences = None if X is None else check_numeric_sequences(X, dtype=np.float64)
     lengths = None if X is None else sequences.lengths
     true, true_lengths = check_orderings(y_true, lengths, name="y_true", allow_empty=True)
-    pred, pred_lengths = check_orderings(y_pred, lengths, name="y_pred", allow_empty=True)
+    pred, pred_lengths = check_orderings(
+        y_pred, lengths, name="y_pred", allow_empty=True, allow_repeats=True
+    )
     _check_same_length(true, pred)
     width = max(true.shape[1], pred.shape[1])
     true, pred = _pad_to(true, width), _pad_to(pred, width)
