@@ -1,0 +1,246 @@
+"""skptr.load validates everything it reads and refuses bad files with a ValueError."""
+
+import json
+import zipfile
+
+import keras
+import numpy as np
+import pytest
+
+import skptr
+from skptr import NeuralStackTransducer, PointerNetworkOrderer
+from skptr.datasets import make_sorting
+
+METADATA = "skptr.json"
+NETWORK = "network.keras"
+
+
+@pytest.fixture(scope="module")
+def orderer_file(tmp_path_factory):
+    X, y = make_sorting(200, n_steps=5, random_state=0)
+    estimator = PointerNetworkOrderer(hidden_size=8, epochs=1, batch_size=64, random_state=0)
+    path = tmp_path_factory.mktemp("orderer") / "orderer.skptr"
+    estimator.fit(X, y).save(path)
+    return estimator, path, X
+
+
+@pytest.fixture(scope="module")
+def transducer_file(tmp_path_factory):
+    X = ["ab", "ba", "aab", "abb"]
+    estimator = NeuralStackTransducer(
+        hidden_size=8, embedding_dim=4, memory_width=4, epochs=1, batch_size=64, random_state=0
+    )
+    path = tmp_path_factory.mktemp("transducer") / "transducer.skptr"
+    estimator.fit(X, [x[::-1] for x in X]).save(path)
+    return estimator, path, X
+
+
+def _members(path):
+    with zipfile.ZipFile(path) as archive:
+        return {name: archive.read(name) for name in archive.namelist()}
+
+
+def _tampered(source, target, change=None, replace=None):
+    """Copy the skptr file ``source`` to ``target``, changing its metadata or members.
+
+    ``change`` edits the parsed ``skptr.json`` in place; ``replace`` maps member names
+    to new contents (``None`` removes the member).
+    """
+    members = _members(source)
+    if change is not None:
+        metadata = json.loads(members[METADATA])
+        change(metadata)
+        members[METADATA] = json.dumps(metadata).encode()
+    for name, data in (replace or {}).items():
+        if data is None:
+            del members[name]
+        else:
+            members[name] = data
+    with zipfile.ZipFile(target, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return target
+
+
+def test_files_from_save_load_and_predict_identically(orderer_file, transducer_file):
+    for estimator, path, X in (orderer_file, transducer_file):
+        loaded = skptr.load(path)
+        assert loaded.get_params() == estimator.get_params()
+        assert loaded.history_ == estimator.history_
+        np.testing.assert_array_equal(loaded.predict(X), estimator.predict(X))
+
+
+# 1. The network: only the estimator's own network class, and only matching weights.
+def test_plain_keras_model_as_network_is_refused(orderer_file, tmp_path):
+    _, path, _ = orderer_file
+    dense = keras.Sequential([keras.Input((1,)), keras.layers.Dense(2)])
+    dense.save(tmp_path / "dense.keras")
+    bad = _tampered(
+        path, tmp_path / "bad.skptr", replace={NETWORK: (tmp_path / "dense.keras").read_bytes()}
+    )
+    with pytest.raises(
+        ValueError, match=r"stored network is a 'Sequential', not the 'skptr>PointerNetwork'"
+    ):
+        skptr.load(bad)
+
+
+def test_other_estimators_network_is_refused(orderer_file, transducer_file, tmp_path):
+    network = _members(transducer_file[1])[NETWORK]
+    bad = _tampered(orderer_file[1], tmp_path / "bad.skptr", replace={NETWORK: network})
+    with pytest.raises(
+        ValueError,
+        match=r"stored network is a 'skptr>TransducerNetwork', not the 'skptr>PointerNetwork' "
+        r"network of a PointerNetworkOrderer",
+    ):
+        skptr.load(bad)
+
+
+@pytest.mark.parametrize(
+    ("change", "detail"),
+    [
+        (lambda m: m["params"].update(hidden_size=16), "has shape"),
+        (lambda m: m["params"].update(num_layers=2), "missing"),
+        (lambda m: m["params"].update(attention="dot"), "unexpected 'attention/"),
+    ],
+    ids=["wider", "more layers", "fewer weights"],
+)
+def test_weights_must_fit_the_network_the_parameters_describe(
+    orderer_file, tmp_path, change, detail
+):
+    bad = _tampered(orderer_file[1], tmp_path / "bad.skptr", change)
+    with pytest.raises(ValueError, match=rf"stored network weights do not match .*{detail}"):
+        skptr.load(bad)
+
+
+def test_network_file_must_be_present_when_recorded(orderer_file, tmp_path):
+    bad = _tampered(orderer_file[1], tmp_path / "bad.skptr", replace={NETWORK: None})
+    with pytest.raises(ValueError, match=r"records a fitted network but holds no network\.keras"):
+        skptr.load(bad)
+
+
+# 2. Fitted attributes: a schema per estimator.
+def _set_state(**values):
+    return lambda metadata: metadata["state"].update(values)
+
+
+@pytest.mark.parametrize(
+    ("estimator_file", "change", "message"),
+    [
+        (
+            "orderer_file",
+            _set_state(predict="x"),
+            r"holds fitted attributes \['predict'\], which PointerNetworkOrderer does not have",
+        ),
+        ("orderer_file", _set_state(n_features_in_=3), r"weights do not match .*has shape"),
+        ("orderer_file", _set_state(n_features_in_=True), "n_features_in_ must be an int >= 1"),
+        ("orderer_file", _set_state(ordered_subsets_=1), "ordered_subsets_ must be a bool"),
+        (
+            "orderer_file",
+            _set_state(history_={"__dict__": [["loss", ["x"]]]}),
+            "history_ must be a dict of str to lists of numbers",
+        ),
+        (
+            "orderer_file",
+            lambda m: m["state"].pop("n_iter_"),
+            r"lacks the fitted attributes \['n_iter_'\] of a fitted PointerNetworkOrderer",
+        ),
+        (
+            "transducer_file",
+            _set_state(input_vocabulary_={"__object_array__": ["a", ["b"]], "shape": [2]}),
+            "input_vocabulary_ must be a 1-D object array of hashable tokens",
+        ),
+        (
+            "transducer_file",
+            _set_state(input_vocabulary_={"__object_array__": ["a", "b", "c"], "shape": [3]}),
+            r"weights do not match .*'embedding/vars/0' has shape",
+        ),
+        ("transducer_file", _set_state(_target_kind="set"), "_target_kind must be one of"),
+        ("transducer_file", _set_state(_target_dtype="no dtype"), "_target_dtype must be None or"),
+        (
+            "transducer_file",
+            _set_state(_max_target_ratio={"__float__": "inf"}),
+            "_max_target_ratio must be a finite number >= 0",
+        ),
+    ],
+    ids=[
+        "shadows a method",
+        "wrong n_features_in_",
+        "bool n_features_in_",
+        "int ordered_subsets_",
+        "str loss",
+        "missing attribute",
+        "unhashable token",
+        "wrong vocabulary size",
+        "unknown target kind",
+        "bad dtype",
+        "infinite ratio",
+    ],
+)
+def test_fitted_attributes_follow_the_schema(request, tmp_path, estimator_file, change, message):
+    path = request.getfixturevalue(estimator_file)[1]
+    with pytest.raises(ValueError, match=message):
+        skptr.load(_tampered(path, tmp_path / "bad.skptr", change))
+
+
+def test_unfitted_file_holds_no_fitted_attributes(tmp_path):
+    path = tmp_path / "unfitted.skptr"
+    PointerNetworkOrderer().save(path)
+    bad = _tampered(path, tmp_path / "bad.skptr", _set_state(n_iter_=1))
+    with pytest.raises(ValueError, match=r"holds fitted attributes \['n_iter_'\] but no network"):
+        skptr.load(bad)
+
+
+# 3. Hyperparameters: the estimator's own names, validated by the estimator.
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"hidden_size": "64"}, r"invalid hyperparameters: The 'hidden_size' parameter"),
+        ({"learning_rate": {"__float__": "nan"}}, r"invalid hyperparameters: .*'learning_rate'"),
+        ({"cell": "transformer"}, r"invalid hyperparameters: The 'cell' parameter"),
+        ({"memory": "stack"}, r"holds parameters \['memory'\], which PointerNetworkOrderer does"),
+        ({"callbacks": []}, "sets callbacks, which a skptr file cannot hold"),
+    ],
+    ids=["str hidden_size", "nan learning_rate", "unknown cell", "foreign name", "callbacks"],
+)
+def test_hyperparameters_are_validated(tmp_path, params, message):
+    path = tmp_path / "unfitted.skptr"
+    PointerNetworkOrderer().save(path)
+    bad = _tampered(path, tmp_path / "bad.skptr", lambda m: m["params"].update(params))
+    with pytest.raises(ValueError, match=message):
+        skptr.load(bad)
+
+
+# 4. and 5. The metadata itself: a JSON object with exactly the expected entries.
+@pytest.mark.parametrize(
+    ("metadata", "message"),
+    [
+        (b"[1, 2]", "skptr.json holds a JSON list, not an object"),
+        (b"[" * 200_000 + b"]" * 200_000, "skptr.json is nested too deeply"),
+        (b"\xff", "skptr.json is not valid JSON"),
+    ],
+    ids=["list", "deeply nested", "not utf-8"],
+)
+def test_metadata_must_be_a_json_object(tmp_path, metadata, message):
+    path = tmp_path / "unfitted.skptr"
+    PointerNetworkOrderer().save(path)
+    bad = _tampered(path, tmp_path / "bad.skptr", replace={METADATA: metadata})
+    with pytest.raises(ValueError, match=message):
+        skptr.load(bad)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda m: m.pop("skptr_version"), r"lacks the required entries \['skptr_version'\]"),
+        (lambda m: m.update(extra=1), r"has unexpected entries \['extra'\]"),
+        (lambda m: m.update(has_network="yes"), "'has_network' of skptr.json must be a bool"),
+        (lambda m: m.update(params=[]), "'params' of skptr.json must be a dict, got a list"),
+        (lambda m: m.update(skptr_version=1), "'skptr_version' of skptr.json must be a str"),
+    ],
+    ids=["missing version", "extra entry", "str has_network", "list params", "int version"],
+)
+def test_metadata_has_exactly_the_expected_entries(tmp_path, change, message):
+    path = tmp_path / "unfitted.skptr"
+    PointerNetworkOrderer().save(path)
+    with pytest.raises(ValueError, match=message):
+        skptr.load(_tampered(path, tmp_path / "bad.skptr", change))
