@@ -20,8 +20,6 @@ _OUT_OF_MEMORY_MARKERS = ("ResourceExhaustedError", "RESOURCE_EXHAUSTED", "OutOf
 
 
 def _is_out_of_memory(error):
-    if isinstance(error, MemoryError):
-        return True
     return any(
         marker in type(error).__name__ or marker in str(error)[:500]
         for marker in _OUT_OF_MEMORY_MARKERS
@@ -65,7 +63,7 @@ def out_of_memory_as_error(estimator):
     try:
         yield
     except Exception as error:
-        if not _is_out_of_memory(error) or isinstance(error, MemoryError):
+        if isinstance(error, MemoryError) or not _is_out_of_memory(error):
             raise
         params = estimator.get_params(deep=False)
         sizes = ", ".join(

@@ -19,8 +19,8 @@ Hooks a subclass implements
 ``_loss()``
     Return the loss passed to ``compile``.
 ``_training_batches(data, batch_size, seed)`` (optional)
-    Return the Keras ``PyDataset`` of training batches and the callbacks that drive
-    it; the default shuffles full batches (:class:`~skptr._batches.ShuffledBatches`).
+    Return the training batches, a :class:`~skptr._batches.ShuffledBatches` (the
+    default) or a subclass that restricts which samples each epoch admits.
 
 Fitting is transactional: ``fit`` trains a copy of the estimator (with a new network,
 or with ``warm_start`` the fitted network, whose weights and optimiser state are
@@ -62,20 +62,6 @@ COMPILE_POLICY = {
 # Compiled inference models per trained network, outside the estimators so that
 # prediction leaves their __dict__ unchanged; entries die with their network.
 _INFERENCE_MODELS = weakref.WeakKeyDictionary()
-
-
-def inference_rows(n_samples, batch_size):
-    """Rows to pad an inference input of ``n_samples`` to, so that compiled functions
-    see few batch shapes: the next power of two up to ``batch_size``, then a multiple
-    of ``batch_size``."""
-    if n_samples >= batch_size:
-        return -(-n_samples // batch_size) * batch_size
-    return min(power_of_two_at_least(n_samples), batch_size)
-
-
-def power_of_two_at_least(n):
-    """The smallest power of two that is at least ``n`` (and at least 1)."""
-    return 1 << max(int(n) - 1, 0).bit_length()
 
 
 class _NetworkSnapshot:

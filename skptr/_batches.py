@@ -8,7 +8,7 @@ from typing import NamedTuple
 import keras
 import numpy as np
 
-__all__ = ["ShuffledBatches", "TrainingData", "n_samples", "take"]
+__all__ = ["ShuffledBatches", "TrainingData", "inference_rows", "power_of_two_at_least", "take"]
 
 
 class TrainingData(NamedTuple):
@@ -48,11 +48,18 @@ def take(data, indices):
     return data[indices]
 
 
-def n_samples(data):
-    """Number of samples (first axis) of an array or of a dict of arrays."""
-    if isinstance(data, dict):
-        return len(next(iter(data.values())))
-    return len(data)
+def power_of_two_at_least(n):
+    """The smallest power of two that is at least ``n`` (and at least 1)."""
+    return 1 << max(int(n) - 1, 0).bit_length()
+
+
+def inference_rows(n_samples, batch_size):
+    """Rows to pad an inference input of ``n_samples`` to, so that compiled functions
+    see few batch shapes: the next power of two up to ``batch_size``, then a multiple
+    of ``batch_size``."""
+    if n_samples >= batch_size:
+        return -(-n_samples // batch_size) * batch_size
+    return min(power_of_two_at_least(n_samples), batch_size)
 
 
 class ShuffledBatches:

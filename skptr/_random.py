@@ -55,10 +55,6 @@ class SeedStream:
         (child,) = self._sequence.spawn(1)
         return int(child.generate_state(1, dtype=np.uint32)[0]) % MAX_SEED
 
-    def generator(self):
-        """Return a NumPy ``Generator`` seeded with the next seed."""
-        return np.random.default_rng(self.next())
-
     def glorot_uniform(self):
         """A seeded Glorot-uniform initializer (the Keras default for kernels)."""
         return keras.initializers.GlorotUniform(seed=self.next())

@@ -12,8 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._base import power_of_two_at_least
-from .._batches import TrainingData
+from .._batches import TrainingData, power_of_two_at_least
 from .._sequences import check_token_sequences
 from ._network import FIRST_INPUT_ID, PAD, SEPARATOR, UNKNOWN
 from ._tokens import decode_tokens, encode_tokens, learn_vocabulary, sequence_kind
@@ -145,15 +144,13 @@ class TransducerCodec:
         return math.ceil(2 * self.max_target_ratio * source_steps) + 10
 
     @staticmethod
-    def left_padded(streams, n_steps=None):
-        """Left-pad id sequences into one matrix.
-
-        Without ``n_steps``, the width is the longest sequence rounded up to a power
-        of two, so that compiled inference functions see few shapes.
-        """
-        longest = max((len(s) for s in streams), default=0)
-        n_steps = power_of_two_at_least(max(longest, 1)) if n_steps is None else n_steps
-        padded = np.full((len(streams), n_steps), PAD, dtype=np.int32)
+    def left_padded(streams, n_rows=None):
+        """Left-pad id sequences into one matrix of ``n_rows`` rows (extra rows are
+        all padding), as wide as the longest sequence rounded up to a power of two, so
+        that compiled inference functions see few shapes."""
+        n_steps = power_of_two_at_least(max((len(s) for s in streams), default=1))
+        n_rows = len(streams) if n_rows is None else n_rows
+        padded = np.full((n_rows, n_steps), PAD, dtype=np.int32)
         for row, stream in enumerate(streams):
             if len(stream):
                 padded[row, n_steps - len(stream) :] = stream

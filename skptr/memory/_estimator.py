@@ -11,7 +11,8 @@ from keras import ops
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._backend import quiet_retracing
-from .._base import SequenceEstimatorBase, inference_rows, power_of_two_at_least
+from .._base import SequenceEstimatorBase
+from .._batches import inference_rows, power_of_two_at_least
 from ..metrics import fine_accuracy
 from ._codec import TransducerCodec
 from ._curriculum import CurriculumBatches
@@ -293,10 +294,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         for start in range(0, len(order), chunk):
             members = order[start : start + chunk]
             n_rows = inference_rows(len(members), chunk)
-            sources = codec.left_padded([source_ids[i] for i in members])
-            sources = np.concatenate(
-                [sources, np.zeros((n_rows - len(members), sources.shape[1]), np.int32)]
-            )
+            sources = codec.left_padded([source_ids[i] for i in members], n_rows)
             limit = codec.output_limit(lengths[members].max(), self.max_output_length)
             canvas = np.zeros((n_rows, power_of_two_at_least(limit + 1)), dtype=np.int32)
             with quiet_retracing():

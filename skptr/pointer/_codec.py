@@ -42,7 +42,8 @@ class PointerCodec:
         """Validate and pad input sequences (see :func:`check_numeric_sequences`)."""
         return check_numeric_sequences(X, n_features=self.n_features)
 
-    def learn(self, X, y):
+    @classmethod
+    def learn(cls, X, y):
         """Validate training data and return the codec fitted to it with its encoding.
 
         Parameters
@@ -58,9 +59,9 @@ class PointerCodec:
             With ``n_features`` and ``ordered_subsets`` learned from the data.
         data : TrainingData
         """
-        sequences = self.sequences(X)
+        sequences = check_numeric_sequences(X)
         orderings, lengths = check_orderings(y, sequences.lengths)
-        codec = PointerCodec(sequences.n_features, bool(np.any(lengths < sequences.lengths)))
+        codec = cls(sequences.n_features, bool(np.any(lengths < sequences.lengths)))
         return codec, codec._encode_training(sequences, orderings, lengths)
 
     def encode_training(self, X, y):

@@ -9,7 +9,8 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._backend import quiet_retracing
-from .._base import SequenceEstimatorBase, inference_rows
+from .._base import SequenceEstimatorBase
+from .._batches import inference_rows
 from .._sequences import check_orderings
 from ..metrics import position_accuracy
 from ._codec import PointerCodec
@@ -161,7 +162,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
     def _prepare_training_data(self, X, y, reset):
         if not reset:
             return PointerCodec.of(self).encode_training(X, y)
-        codec, data = PointerCodec().learn(X, y)
+        codec, data = PointerCodec.learn(X, y)
         self.n_features_in_ = codec.n_features
         self.ordered_subsets_ = codec.ordered_subsets
         return data
