@@ -14,7 +14,12 @@ import os
 
 import keras
 
-__all__ = ["enable_gpu_memory_growth", "out_of_memory_as_error", "quiet_retracing"]
+__all__ = [
+    "enable_gpu_memory_growth",
+    "out_of_memory_as_error",
+    "quiet_retracing",
+    "scan",
+]
 
 _OUT_OF_MEMORY_MARKERS = ("ResourceExhaustedError", "RESOURCE_EXHAUSTED", "OutOfMemory")
 
@@ -24,6 +29,59 @@ def _is_out_of_memory(error):
         marker in type(error).__name__ or marker in str(error)[:500]
         for marker in _OUT_OF_MEMORY_MARKERS
     )
+
+
+def scan(body, carry, per_step):
+    """``keras.ops.scan`` whose per-step outputs may differ from the carry in structure.
+
+    Runs ``carry, output = body(carry, current)`` over the leading axis of
+    ``per_step`` and returns the final carry and the outputs stacked along a new
+    leading axis. On JAX (and other backends) this is ``keras.ops.scan``, which JAX
+    differentiates under ``jit``. TensorFlow-specific: Keras' TensorFlow ``scan``
+    requires the outputs to mirror the carry, and XLA can only differentiate a
+    ``while_loop`` that has ``maximum_iterations``; there the first step runs before
+    the loop to learn the outputs' structure, and the loop writes them into
+    ``TensorArray`` objects.
+
+    Parameters
+    ----------
+    body : callable
+        ``body(carry, current) -> (carry, output)``.
+    carry : nested structure of tensors
+        The initial loop state.
+    per_step : nested structure of tensors
+        The inputs of the steps, stacked along their first axis (at least one step).
+
+    Returns
+    -------
+    carry : nested structure of tensors
+        The final loop state.
+    outputs : nested structure of tensors
+        The outputs of every step, stacked along the first axis.
+    """
+    if keras.backend.backend() != "tensorflow":
+        return keras.ops.scan(body, carry, per_step)
+    import tensorflow as tf
+
+    n_steps = tf.shape(tf.nest.flatten(per_step)[0])[0]
+    carry, first = body(carry, tf.nest.map_structure(lambda x: x[0], per_step))
+    buffers = tf.nest.map_structure(
+        lambda y: tf.TensorArray(y.dtype, size=n_steps, element_shape=y.shape).write(0, y),
+        first,
+    )
+
+    def keep_going(t, carry, buffers):
+        return t < n_steps
+
+    def step(t, carry, buffers):
+        carry, output = body(carry, tf.nest.map_structure(lambda x: x[t], per_step))
+        buffers = tf.nest.map_structure(lambda b, y: b.write(t, y), buffers, output)
+        return t + 1, carry, buffers
+
+    _, carry, buffers = tf.while_loop(
+        keep_going, step, (tf.constant(1), carry, buffers), maximum_iterations=n_steps - 1
+    )
+    return carry, tf.nest.map_structure(lambda b: b.stack(), buffers)
 
 
 @contextlib.contextmanager

@@ -105,8 +105,16 @@ class ShuffledBatches:
         self.order = np.concatenate(rounds)[:needed]
 
     def batch(self, index):
-        """Inputs and targets of batch ``index`` of the current epoch."""
-        members = self.order[index * self.batch_size : (index + 1) * self.batch_size]
+        """Inputs and targets of batch ``index`` of the current epoch.
+
+        Before the first epoch's order is drawn (Keras on JAX reads one batch to build
+        the training step), the batches take the admitted samples in their stored
+        order, without drawing from the shuffling generator.
+        """
+        order = self.order
+        if order is None:
+            order = np.resize(self.admitted(), self.n_batches * self.batch_size)
+        members = order[index * self.batch_size : (index + 1) * self.batch_size]
         return take(self.data.inputs, members), self.data.targets[members]
 
     def epoch(self):

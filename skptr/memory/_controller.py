@@ -8,9 +8,8 @@ next step (Grefenstette et al. 2015, §3.2). The output logits are computed from
 hidden states by the enclosing network. With ``memory=None`` the same layer is a plain
 recurrent network: no read vector, no memory heads, everything else identical.
 
-The time loop is a single ``keras.ops.scan``; the input projections of all steps are
-computed before the loop in one matrix product, so the loop body only multiplies the
-small ``[r_{t-1}; h_{t-1}]`` vector.
+The time loop is a single compiled scan (:func:`skptr._backend.scan`) whose body
+multiplies the small ``[x_t; r_{t-1}; h_{t-1}]`` vector by one fused kernel.
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
+from .._backend import scan
 from .._random import SeedStream
 from ._memories import initial_memory, memory_ends, memory_step
 
@@ -339,48 +339,28 @@ class MemoryController(keras.layers.Layer):
             the push and pop strengths, memory strengths and read vectors, each with
             the step as second axis.
         """
-        batch_size = ops.shape(inputs)[0]
-        n_steps = inputs.shape[1]
-        if n_steps is None:
-            n_steps = ops.shape(inputs)[1]
         time_major = ops.transpose(inputs, (1, 0, 2))
-        active = None if mask is None else ops.transpose(ops.cast(mask, "bool"), (1, 0))
-        noise = None if noise is None else ops.transpose(noise, (1, 0, 2))
-        dtype = self.compute_dtype
-        sizes = [self.units]
-        if return_traces and self.memory is not None:
-            n_slots = ops.shape(state[-2])[1]
-            sizes += [self.n_ends, self.n_ends, n_slots, self.read_size]
-        outputs = tuple(ops.zeros((n_steps, batch_size, size), dtype=dtype) for size in sizes)
+        n_steps = ops.shape(time_major)[0]
+        per_step = {"inputs": time_major, "step": ops.arange(n_steps, dtype="int32") + first_step}
+        if mask is not None:
+            per_step["active"] = ops.transpose(ops.cast(mask, "bool"), (1, 0))
+        if noise is not None:
+            per_step["noise"] = ops.transpose(noise, (1, 0, 2))
 
-        def keep_going(t, state, outputs):
-            return t < n_steps
-
-        def body(t, state, outputs):
-            state = self._truncate(state, first_step + t)
-            step_active = None if active is None else active[t]
+        def body(state, current):
+            state = self._truncate(state, current["step"])
             new_state, trace = self.step(
                 state,
-                time_major[t],
-                first_step + t,
+                current["inputs"],
+                current["step"],
                 weights,
-                active=step_active,
-                noise=None if noise is None else noise[t],
+                active=current.get("active"),
+                noise=current.get("noise"),
             )
-            produced = (new_state[0], *trace)
-            outputs = tuple(
-                _write_step(buffer, t, value)
-                for buffer, value in zip(outputs, produced, strict=False)
-            )
-            return t + 1, new_state, outputs
+            produced = (new_state[0], *trace) if return_traces else (new_state[0],)
+            return new_state, produced
 
-        # ``maximum_iterations`` keeps the loop differentiable under XLA compilation.
-        _, state, outputs = ops.while_loop(
-            keep_going,
-            body,
-            (ops.convert_to_tensor(0, dtype="int32"), state, outputs),
-            maximum_iterations=n_steps,
-        )
+        state, outputs = scan(body, tuple(state), per_step)
         return state, [ops.transpose(value, (1, 0, 2)) for value in outputs]
 
     def _truncate(self, state, step):
@@ -439,10 +419,3 @@ class MemoryController(keras.layers.Layer):
         )
         return config
 
-
-def _write_step(buffer, step, value):
-    """Write ``value`` at time ``step`` of a time-major buffer (differentiably)."""
-    n_steps = ops.shape(buffer)[0]
-    here = ops.equal(ops.arange(n_steps, dtype="int32"), ops.cast(step, "int32"))
-    here = ops.reshape(here, (-1,) + (1,) * len(value.shape))
-    return ops.where(here, ops.expand_dims(value, 0), buffer)
