@@ -3,12 +3,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint install clean docs bench
+.PHONY: demo test test-jax lint install clean docs bench
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test,plot]"
+	$(BIN)/python -m pip install --quiet -e ".[test,plot,jax]"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -21,6 +21,12 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q --durations=15
 	$(BIN)/ruff check .
+
+# The estimator, persistence, model-selection and learning tests on Keras' JAX backend.
+JAX_TESTS ?= tests
+
+test-jax: $(STAMP)
+	KERAS_BACKEND=jax $(BIN)/python -m pytest -q --durations=15 $(JAX_TESTS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

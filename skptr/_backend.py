@@ -1,9 +1,15 @@
 """Backend-specific settings, isolated here so model code stays on ``keras.ops``.
 
-TensorFlow by default reserves almost all memory of every visible GPU in the first
+skptr runs on the TensorFlow (default) and JAX backends of Keras, chosen the usual Keras
+way (``KERAS_BACKEND`` or ``~/.keras/keras.json``); importing its estimators on another
+backend raises an ``ImportError`` that names the supported ones.
+
+Both backends by default reserve most of the memory of every visible GPU in the first
 process that touches it, so parallel searches (``n_jobs=2``, Dask workers) sharing a
-card would fail. skptr turns on memory growth for each GPU before TensorFlow first uses
-it, unless ``SKPTR_GPU_MEMORY_GROWTH=0`` is set in the environment.
+card would fail. Unless ``SKPTR_GPU_MEMORY_GROWTH=0`` is set in the environment, skptr
+turns on TensorFlow's memory growth for each GPU before TensorFlow first uses it, and
+sets ``XLA_PYTHON_CLIENT_PREALLOCATE=false`` for JAX when the variable is not set yet
+(it takes effect if JAX has not yet started its GPU client).
 """
 
 from __future__ import annotations
@@ -15,11 +21,16 @@ import os
 import keras
 
 __all__ = [
+    "SUPPORTED_BACKENDS",
+    "check_backend",
     "enable_gpu_memory_growth",
     "out_of_memory_as_error",
     "quiet_retracing",
     "scan",
 ]
+
+#: The Keras backends skptr runs on, the default first.
+SUPPORTED_BACKENDS = ("tensorflow", "jax")
 
 _OUT_OF_MEMORY_MARKERS = ("ResourceExhaustedError", "RESOURCE_EXHAUSTED", "OutOfMemory")
 
@@ -136,21 +147,44 @@ def out_of_memory_as_error(estimator):
         ) from None
 
 
-def enable_gpu_memory_growth():
-    """Let TensorFlow allocate GPU memory as needed instead of all at once.
+def check_backend():
+    """Raise an ``ImportError`` unless Keras runs on a supported backend.
 
-    Does nothing on other Keras backends, without GPUs, when
-    ``SKPTR_GPU_MEMORY_GROWTH=0``, or once TensorFlow has already initialised its
-    GPUs (their memory policy can no longer change then).
+    Raises
+    ------
+    ImportError
+        On a backend other than those in :data:`SUPPORTED_BACKENDS`.
+    """
+    backend = keras.backend.backend()
+    if backend not in SUPPORTED_BACKENDS:
+        raise ImportError(
+            f"skptr's estimators run on the Keras backends {', '.join(SUPPORTED_BACKENDS)}; "
+            f"Keras is configured for {backend!r}. Set KERAS_BACKEND=tensorflow or "
+            "KERAS_BACKEND=jax (or the backend in ~/.keras/keras.json) before importing "
+            "Keras."
+        )
+
+
+def enable_gpu_memory_growth():
+    """Let the backend allocate GPU memory as needed instead of all at once.
+
+    On TensorFlow, turns on memory growth for each GPU (possible only before TensorFlow
+    has initialised its GPUs); on JAX, sets ``XLA_PYTHON_CLIENT_PREALLOCATE=false``
+    unless the variable is already set (effective only before JAX starts its GPU
+    client). Does nothing when ``SKPTR_GPU_MEMORY_GROWTH=0``.
 
     Returns
     -------
     list of str
-        Names of the GPUs whose memory growth was enabled.
+        Names of the TensorFlow GPUs whose memory growth was enabled (always empty on
+        JAX).
     """
-    if keras.backend.backend() != "tensorflow":
-        return []
     if os.environ.get("SKPTR_GPU_MEMORY_GROWTH", "1") == "0":
+        return []
+    if keras.backend.backend() == "jax":
+        os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+        return []
+    if keras.backend.backend() != "tensorflow":
         return []
     import tensorflow as tf
 
@@ -164,4 +198,5 @@ def enable_gpu_memory_growth():
     return enabled
 
 
+check_backend()
 enable_gpu_memory_growth()

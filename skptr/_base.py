@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 import weakref
+from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import ClassVar
 
@@ -47,16 +48,77 @@ from ._batches import ShuffledBatches
 from ._persistence import save as _save_estimator
 from ._random import SeedStream, draw_seed
 
-__all__ = ["SequenceEstimatorBase"]
+__all__ = ["COMPILE_POLICY", "CompilePolicy", "SequenceEstimatorBase"]
 
-# How the training step runs, per backend. Tracing a graph costs a few seconds, so a fit
-# of at most ``eager_steps`` gradient steps over sequences of at most ``eager_length``
-# steps runs eagerly (small searches, smoke tests, tiny data; eager steps loop over
-# time in Python, so long sequences are always traced). Estimators that opt in with
-# ``_jit_training`` compile longer fits with XLA, except over very long sequences,
-# whose XLA compile time grows with the length (about 110 s at 257 steps).
+
+@dataclass(frozen=True)
+class CompilePolicy:
+    """How one Keras backend runs training steps and inference.
+
+    Tracing or compiling a step costs seconds, so small fits may run eagerly, and XLA
+    (``jit_compile``) pays off only over enough steps. Every threshold was chosen by
+    measurement on a 2-core CPU (see the user guide's page on backends).
+
+    Parameters
+    ----------
+    eager_steps, eager_length : int
+        A fit of at most ``eager_steps`` gradient steps over sequences of at most
+        ``eager_length`` steps runs eagerly (0 disables eager fits).
+    jit_steps : int
+        A fit of at least this many gradient steps compiles its training step with XLA,
+    jit_length : int or None
+        if its sequences have at most this many time steps (None: any length).
+    jit_opt_in : bool
+        Only estimators that set ``_jit_training`` compile their training step with XLA;
+        the others trace a graph.
+    """
+
+    eager_steps: int
+    eager_length: int
+    jit_steps: int
+    jit_length: int | None
+    jit_opt_in: bool
+
+    def training_mode(self, jit_training, n_steps, length):
+        """``"eager"``, ``"graph"`` or ``"jit"`` for a fit.
+
+        Parameters
+        ----------
+        jit_training : bool
+            The estimator's ``_jit_training``.
+        n_steps : int
+            Gradient steps of the fit.
+        length : int
+            Longest training sequence, in time steps.
+        """
+        if n_steps <= self.eager_steps and length <= self.eager_length:
+            return "eager"
+        if (
+            (jit_training or not self.jit_opt_in)
+            and n_steps >= self.jit_steps
+            and (self.jit_length is None or length <= self.jit_length)
+        ):
+            return "jit"
+        return "graph"
+
+
+#: The compile policy of each supported backend.
+#:
+#: - TensorFlow: fits of at most 10 steps over sequences of at most 64 steps run
+#:   eagerly (small searches and smoke tests skip a trace of a few seconds); the
+#:   transducer compiles fits of 400 steps or more with XLA, except over sequences
+#:   longer than 128 steps, whose XLA compile time grows with the length (about 110 s
+#:   at 257 steps); everything else traces a graph.
+#: - JAX: without ``jit`` JAX runs op by op (a pointer fit of a few hundred steps takes
+#:   minutes instead of seconds), and its compile time does not grow with the
+#:   sequence length, since the time loops are ``scan`` s; every fit is compiled.
 COMPILE_POLICY = {
-    "tensorflow": {"eager_steps": 10, "eager_length": 64, "jit_steps": 400, "jit_length": 128},
+    "tensorflow": CompilePolicy(
+        eager_steps=10, eager_length=64, jit_steps=400, jit_length=128, jit_opt_in=True
+    ),
+    "jax": CompilePolicy(
+        eager_steps=0, eager_length=0, jit_steps=0, jit_length=None, jit_opt_in=False
+    ),
 }
 
 # Compiled inference models per trained network, outside the estimators so that
@@ -296,17 +358,14 @@ class SequenceEstimatorBase(BaseEstimator):
         self.n_iter_ = len(self.history_.get("loss", []))
 
     def _compile(self, n_steps, length):
-        policy = COMPILE_POLICY.get(keras.backend.backend(), COMPILE_POLICY["tensorflow"])
-        eager = n_steps <= policy["eager_steps"] and length <= policy["eager_length"]
-        jit = (
-            self._jit_training
-            and not eager
-            and n_steps >= policy["jit_steps"]
-            and length <= policy["jit_length"]
-        )
+        policy = COMPILE_POLICY[keras.backend.backend()]
+        mode = policy.training_mode(self._jit_training, n_steps, length)
         optimizer = keras.optimizers.Adam(learning_rate=self.learning_rate, clipnorm=self.clipnorm)
         self.network_.compile(
-            optimizer=optimizer, loss=self._loss(), jit_compile=jit, run_eagerly=eager
+            optimizer=optimizer,
+            loss=self._loss(),
+            jit_compile=mode == "jit",
+            run_eagerly=mode == "eager",
         )
 
     def _split_validation(self, data, seed):

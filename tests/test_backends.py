@@ -1,0 +1,154 @@
+"""Supported Keras backends, their compile policies, and models moved between backends."""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import joblib
+import keras
+import numpy as np
+import pytest
+
+from skptr import NeuralStackTransducer, PointerNetworkOrderer, _backend
+from skptr._base import COMPILE_POLICY, CompilePolicy
+
+BACKEND = keras.backend.backend()
+OTHER_BACKEND = "jax" if BACKEND == "tensorflow" else "tensorflow"
+
+
+def test_every_supported_backend_has_a_compile_policy():
+    assert set(COMPILE_POLICY) == set(_backend.SUPPORTED_BACKENDS)
+    assert _backend.SUPPORTED_BACKENDS[0] == "tensorflow"
+
+
+@pytest.mark.parametrize(
+    ("backend", "jit_training", "n_steps", "length", "mode"),
+    [
+        ("tensorflow", False, 10, 64, "eager"),
+        ("tensorflow", True, 10, 64, "eager"),
+        ("tensorflow", False, 11, 64, "graph"),
+        ("tensorflow", False, 10, 65, "graph"),
+        ("tensorflow", False, 5000, 20, "graph"),
+        ("tensorflow", True, 399, 20, "graph"),
+        ("tensorflow", True, 400, 128, "jit"),
+        ("tensorflow", True, 400, 129, "graph"),
+        ("jax", False, 1, 5, "jit"),
+        ("jax", True, 1, 5, "jit"),
+        ("jax", False, 5000, 500, "jit"),
+    ],
+)
+def test_compile_policy_modes(backend, jit_training, n_steps, length, mode):
+    assert COMPILE_POLICY[backend].training_mode(jit_training, n_steps, length) == mode
+
+
+def test_compile_policy_without_length_limit():
+    policy = CompilePolicy(
+        eager_steps=0, eager_length=0, jit_steps=5, jit_length=None, jit_opt_in=True
+    )
+    assert policy.training_mode(True, 5, 10_000) == "jit"
+    assert policy.training_mode(False, 5, 10_000) == "graph"
+    assert policy.training_mode(True, 4, 3) == "graph"
+
+
+def test_fit_compiles_as_the_policy_says():
+    X = np.random.default_rng(0).random((40, 4))
+    y = np.argsort(-X, axis=1)
+    est = PointerNetworkOrderer(hidden_size=8, epochs=2, batch_size=8, random_state=0)
+    est.fit(X, y)  # 10 steps of length 4
+    expected = COMPILE_POLICY[BACKEND].training_mode(False, 10, 4)
+    assert est.network_.run_eagerly == (expected == "eager")
+    assert bool(est.network_.jit_compile) == (expected == "jit")
+
+
+def test_unsupported_backend_is_refused_with_a_clear_message(monkeypatch):
+    monkeypatch.setattr(keras.backend, "backend", lambda: "torch")
+    with pytest.raises(ImportError, match=r"tensorflow, jax.*'torch'.*KERAS_BACKEND"):
+        _backend.check_backend()
+
+
+def test_unsupported_backend_fails_at_import():
+    code = "import skptr; skptr.PointerNetworkOrderer"
+    env = {**os.environ, "KERAS_BACKEND": "numpy"}
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode != 0
+    assert "ImportError: skptr's estimators run on the Keras backends tensorflow, jax" in (
+        result.stderr
+    )
+
+
+def _fitted_estimators():
+    rng = np.random.default_rng(7)
+    X = rng.random((300, 6))
+    orderer = PointerNetworkOrderer(hidden_size=16, epochs=4, batch_size=32, random_state=0)
+    orderer.fit(X, np.argsort(X, axis=1))
+    sources = ["".join(rng.choice(list("ab"), size=rng.integers(1, 7))) for _ in range(200)]
+    transducer = NeuralStackTransducer(
+        hidden_size=16,
+        embedding_dim=8,
+        memory_width=8,
+        epochs=3,
+        batch_size=32,
+        curriculum=False,
+        random_state=0,
+    )
+    transducer.fit(sources, [s[::-1] for s in sources])
+    return {"orderer": (orderer, X[:50]), "transducer": (transducer, sources[:50])}
+
+
+_PREDICT_ON_OTHER_BACKEND = textwrap.dedent(
+    """
+    import json, sys
+    import joblib, keras, numpy as np
+    import skptr
+    assert keras.backend.backend() == sys.argv[2], keras.backend.backend()
+    folder = sys.argv[1]
+    out = {}
+    for name in ("orderer", "transducer"):
+        X = joblib.load(f"{folder}/{name}.X.pkl")
+        for how, est in (("file", skptr.load(f"{folder}/{name}.skptr")),
+                         ("pickle", joblib.load(f"{folder}/{name}.pkl"))):
+            out[f"{name}-{how}"] = [list(map(str, p)) if name == "orderer" else p
+                                    for p in est.predict(X).tolist()]
+            if name == "orderer":
+                out[f"{name}-{how}-proba"] = np.asarray(est.predict_proba(X)).tolist()
+    json.dump(out, open(f"{folder}/other.json", "w"))
+    """
+)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    importlib.util.find_spec(OTHER_BACKEND) is None, reason=f"{OTHER_BACKEND} is not installed"
+)
+def test_models_saved_on_one_backend_predict_identically_on_the_other(tmp_path):
+    fitted = _fitted_estimators()
+    expected = {}
+    for name, (est, X) in fitted.items():
+        est.save(tmp_path / f"{name}.skptr")
+        joblib.dump(est, tmp_path / f"{name}.pkl")
+        joblib.dump(X, tmp_path / f"{name}.X.pkl")
+        prediction = est.predict(X).tolist()
+        expected[name] = (
+            [list(map(str, p)) for p in prediction] if name == "orderer" else (prediction)
+        )
+    env = {**os.environ, "KERAS_BACKEND": OTHER_BACKEND, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    result = subprocess.run(
+        [sys.executable, "-c", _PREDICT_ON_OTHER_BACKEND, str(tmp_path), OTHER_BACKEND],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    other = json.loads((tmp_path / "other.json").read_text())
+    orderer, X = fitted["orderer"]
+    proba = np.asarray(orderer.predict_proba(X))
+    for how in ("file", "pickle"):
+        assert other[f"orderer-{how}"] == expected["orderer"]
+        assert other[f"transducer-{how}"] == expected["transducer"]
+        np.testing.assert_allclose(other[f"orderer-{how}-proba"], proba, atol=1e-5)
