@@ -15,6 +15,7 @@ sets ``XLA_PYTHON_CLIENT_PREALLOCATE=false`` for JAX when the variable is not se
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import logging
 import os
 
@@ -198,5 +199,19 @@ def enable_gpu_memory_growth():
     return enabled
 
 
+def _start_tensorflow_with_the_backend():
+    """On JAX, import TensorFlow now if it is installed (it is a dependency of skptr).
+
+    Keras' serialisation imports TensorFlow whenever it is installed, to recognise its
+    types, also on the JAX backend: the first network built would start it in the
+    middle of a fit, printing TensorFlow's start-up notices there. Starting it with the
+    backend keeps ``verbose=0`` fits silent and lets ``python -m skptr`` hide the
+    notices with the backend's own.
+    """
+    if keras.backend.backend() != "tensorflow" and importlib.util.find_spec("tensorflow"):
+        import tensorflow  # noqa: F401
+
+
 check_backend()
 enable_gpu_memory_growth()
+_start_tensorflow_with_the_backend()

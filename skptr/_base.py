@@ -136,7 +136,7 @@ class _NetworkSnapshot:
         self.optimizer_state = (
             None
             if self.optimizer is None or not self.optimizer.built
-            else [np.array(v) for v in self.optimizer.variables]
+            else [keras.ops.convert_to_numpy(v) for v in self.optimizer.variables]
         )
 
     def restore(self):
