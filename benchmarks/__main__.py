@@ -1,6 +1,8 @@
 """Run skptr's benchmarks: ``python -m benchmarks [--quick] [--only SECTION ...]``.
 
-The full mode writes ``benchmarks/results/*.json``, the report
+``--backend jax`` measures on Keras' JAX backend instead of TensorFlow. The full mode
+writes ``benchmarks/results/*.json`` (``SECTION.jax.json`` for JAX; the report shows
+the speed rows of both backends side by side), the report
 ``benchmarks/results/README.md`` with its plots, and the documentation page
 ``docs/benchmarks.rst``. The quick mode (a smoke test for CI, a few minutes on two CPU
 cores) runs every section on tiny budgets and writes to ``benchmarks/results/quick/``
@@ -17,6 +19,8 @@ import traceback
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("MPLBACKEND", "Agg")
+
+BACKENDS = ("tensorflow", "jax")
 
 SECTIONS = (
     "pointer_speed",
@@ -68,6 +72,7 @@ def configuration(quick):
                 "n_train": lambda length: 128,
                 "n_infer": 64,
                 "repeats": 2,
+                "fit_steps": 100,
             },
             "sklearn_overhead": {
                 "n_samples": 1536,
@@ -118,6 +123,7 @@ def configuration(quick):
             "n_train": lambda length: max(32, min(256, 2048 // length)),
             "n_infer": 64,
             "repeats": 2,
+            "fit_steps": 100,
         },
         "sklearn_overhead": {
             "n_samples": 2048,
@@ -175,7 +181,20 @@ def main(argv=None):
         "--report-only", action="store_true", help="rebuild the report from saved results"
     )
     parser.add_argument("--output", help="results folder (default: benchmarks/results[/quick])")
+    parser.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        help="Keras backend to measure (default: KERAS_BACKEND, else tensorflow)",
+    )
     args = parser.parse_args(argv)
+    if args.backend is not None:
+        os.environ["KERAS_BACKEND"] = args.backend
+    import keras
+
+    backend = keras.backend.backend()
+    if args.backend is not None and backend != args.backend:
+        parser.error(f"Keras was already imported with the {backend} backend")
+    suffix = "" if backend == BACKENDS[0] else f".{backend}"
 
     from . import report
     from ._common import RESULTS_DIR, device_info, load_average, read_json, write_json
@@ -222,7 +241,7 @@ def main(argv=None):
                 continue
             seconds = time.perf_counter() - section_start
             write_json(
-                output / f"{name}.json",
+                output / f"{name}{suffix}.json",
                 {
                     "section": name,
                     "mode": mode,
@@ -234,7 +253,7 @@ def main(argv=None):
                     "results": results,
                 },
             )
-            run["sections"][name] = {
+            run["sections"][f"{name}{suffix}"] = {
                 "wall_s": seconds,
                 "finished": time.strftime("%Y-%m-%d %H:%M"),
                 "skptr_commit": device["skptr_commit"],

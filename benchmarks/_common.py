@@ -109,9 +109,19 @@ def device_info():
     import skptr
 
     gpus = []
-    for gpu in tf.config.list_physical_devices("GPU"):
-        details = tf.config.experimental.get_device_details(gpu)
-        gpus.append(details.get("device_name", gpu.name))
+    if keras.backend.backend() == "jax":
+        import jax
+
+        gpus = [device.device_kind for device in jax.devices() if device.platform == "gpu"]
+    else:
+        for gpu in tf.config.list_physical_devices("GPU"):
+            details = tf.config.experimental.get_device_details(gpu)
+            gpus.append(details.get("device_name", gpu.name))
+    versions = {}
+    if keras.backend.backend() == "jax":
+        import jax
+
+        versions["jax"] = jax.__version__
     return {
         "cpu": _cpu_model(),
         "cpu_cores": os.cpu_count(),
@@ -127,6 +137,7 @@ def device_info():
         "numpy": np.__version__,
         "skptr": skptr.__version__,
         "skptr_commit": source_version(),
+        **versions,
     }
 
 

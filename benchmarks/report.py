@@ -138,7 +138,7 @@ def _device_short(device):
 def _plot_pointer_speed(rows, path):
     import matplotlib.pyplot as plt
 
-    labels = [f"{TASK_NAMES[r['task']]}\nh={r['hidden_size']}" for r in rows]
+    labels = [f"{TASK_NAMES[r['task']]}\nh={r['hidden_size']}\n{r['backend']}" for r in rows]
     series = [
         ("train (pointer)", "train_seq_per_s"),
         ("train (reference)", "reference_train_seq_per_s"),
@@ -173,18 +173,28 @@ def _plot_transducer_speed(rows, path):
         (axes[0], "train_seq_per_s", "training (teacher-forced)"),
         (axes[1], "decode_seq_per_s", "greedy decoding"),
     ):
-        exponents = growth_exponents(rows, key)
-        for memory in dict.fromkeys(r["memory"] for r in rows):
-            points = sorted((r["length"], 1000.0 / r[key]) for r in rows if r["memory"] == memory)
-            exponent = exponents[memory]
-            label = memory if exponent is None else f"{memory} (slope {exponent:.2f})"
-            ax.plot(*zip(*points, strict=True), marker="o", label=label)
+        for backend in dict.fromkeys(r["backend"] for r in rows):
+            of_backend = [r for r in rows if r["backend"] == backend]
+            exponents = growth_exponents(of_backend, key)
+            for memory in dict.fromkeys(r["memory"] for r in of_backend):
+                points = sorted(
+                    (r["length"], 1000.0 / r[key]) for r in of_backend if r["memory"] == memory
+                )
+                exponent = exponents[memory]
+                label = f"{memory}, {backend}"
+                label += "" if exponent is None else f" (slope {exponent:.2f})"
+                ax.plot(
+                    *zip(*points, strict=True),
+                    marker="o",
+                    linestyle="-" if backend == "tensorflow" else "--",
+                    label=label,
+                )
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("source length")
         ax.set_ylabel("ms per sequence")
         ax.set_title(title)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=6)
     fig.suptitle("NeuralStackTransducer: time per sequence vs length (log-log)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -218,6 +228,22 @@ def _load(output):
         if path.stem != "run":
             data[path.stem] = read_json(path)
     return data, read_json(Path(output) / "run.json") or {}
+
+
+SPEED_SECTIONS = ("pointer_speed", "transducer_speed", "sklearn_overhead")
+
+
+def _speed_rows(data, section):
+    """The rows of a speed section from every backend's result file, TensorFlow first.
+
+    Rows written before the backend was recorded take the backend of their file.
+    """
+    rows = []
+    for key in sorted(k for k in data if k == section or k.startswith(f"{section}.")):
+        backend = data[key].get("device", {}).get("keras_backend", "tensorflow")
+        rows += [{"backend": backend, **row} for row in data[key]["results"]]
+    order = {name: i for i, name in enumerate(("tensorflow", "jax"))}
+    return sorted(rows, key=lambda r: order.get(r["backend"], len(order)))
 
 
 def _headline(data, device):
@@ -294,6 +320,54 @@ def _transduction_summary(rows):
     return summary
 
 
+def _jax_versions(data):
+    return {d["device"]["jax"] for d in data.values() if "jax" in d.get("device", {})}
+
+
+def _backend_comparison(data):
+    """Rows (measurement, TensorFlow, JAX, ratio) for the speeds measured on both."""
+    comparison = []
+
+    def add(name, unit, tf_value, jax_value, higher_is_faster=True):
+        if tf_value is None or jax_value is None:
+            return
+        ratio = jax_value / tf_value if higher_is_faster else tf_value / jax_value
+        comparison.append(
+            [name, f"{tf_value:,.{unit}f}", f"{jax_value:,.{unit}f}", f"\u00d7{ratio:.2f}"]
+        )
+
+    def pairs(section, key):
+        rows = _speed_rows(data, section) if section in data else []
+        by_key = {}
+        for row in rows:
+            by_key.setdefault(key(row), {})[row["backend"]] = row
+        return [(k, v) for k, v in by_key.items() if {"tensorflow", "jax"} <= set(v)]
+
+    for (task, hidden), both in pairs("pointer_speed", lambda r: (r["task"], r["hidden_size"])):
+        tf, jx = both["tensorflow"], both["jax"]
+        name = f"pointer {TASK_NAMES[task]}, h={hidden}"
+        add(f"{name}: training, seq/s", 0, tf["train_seq_per_s"], jx["train_seq_per_s"])
+        for key in [k for k in tf if k.endswith("_seq_per_s") and k[0] in "gb"]:
+            label = key[: -len("_seq_per_s")].replace("beam", "beam ")
+            add(f"{name}: {label} decoding, seq/s", 0, tf[key], jx.get(key))
+    for (memory, length), both in pairs("transducer_speed", lambda r: (r["memory"], r["length"])):
+        tf, jx = both["tensorflow"], both["jax"]
+        name = f"transducer {memory}, length {length}"
+        add(f"{name}: training, seq/s", 1, tf["train_seq_per_s"], jx["train_seq_per_s"])
+        add(f"{name}: decoding, seq/s", 1, tf["decode_seq_per_s"], jx["decode_seq_per_s"])
+    for estimator, both in pairs("sklearn_overhead", lambda r: r["estimator"]):
+        tf, jx = both["tensorflow"], both["jax"]
+        add(f"{estimator}: cold first fit, s", 1, tf["cold_fit_s"], jx["cold_fit_s"], False)
+        add(
+            f"{estimator}: warm `est.fit`, s",
+            2,
+            tf["estimator_fit_s"],
+            jx["estimator_fit_s"],
+            False,
+        )
+    return comparison
+
+
 def build_blocks(data, run):
     """The report as a list of blocks."""
     device = run.get("device") or next(iter(data.values()), {}).get("device", {})
@@ -317,8 +391,10 @@ def build_blocks(data, run):
             "reruns some sections and `--report-only` rebuilds the report from the saved "
             "results. `make bench ARGS=--quick` runs every section on tiny budgets in a "
             "few minutes, as the CI smoke test, and writes to `benchmarks/results/quick/` "
-            "instead. A GPU is used automatically when TensorFlow sees one, and the device "
-            "is recorded with the results."
+            "instead. `--backend jax` measures on Keras' JAX backend and writes "
+            "`SECTION.jax.json`; the speed tables show the rows of both backends (`make "
+            "bench` runs the speed sections on both). A GPU is used automatically when the "
+            "backend sees one, and the device is recorded with the results."
         )
     )
     sections = run.get("sections", {})
@@ -333,7 +409,9 @@ def build_blocks(data, run):
                 ["accelerator", device.get("accelerator")],
                 [
                     "software",
-                    f"TensorFlow {device.get('tensorflow')}, Keras {device.get('keras')} "
+                    f"TensorFlow {device.get('tensorflow')}, "
+                    + "".join(f"JAX {v}, " for v in sorted(_jax_versions(data)))
+                    + f"Keras {device.get('keras')} "
                     f"({device.get('keras_backend')}), scikit-learn {device.get('scikit-learn')}, "
                     f"NumPy {device.get('numpy')}, Python {device.get('python')}",
                 ],
@@ -359,8 +437,19 @@ def build_blocks(data, run):
         blocks.append(heading("Headline: quality next to the published numbers", 2))
         blocks.append(table(["task", "metric", "skptr", "published", "our budget"], headline))
 
+    comparison = _backend_comparison(data)
+    if comparison:
+        blocks.append(heading("Backends compared", 2))
+        blocks.append(
+            para(
+                "The same measurements on Keras' TensorFlow and JAX backends, on this "
+                "machine (ratio = JAX / TensorFlow; above 1: JAX is faster)."
+            )
+        )
+        blocks.append(table(["measurement", "TensorFlow", "JAX", "JAX / TF"], comparison))
+
     if "pointer_speed" in data:
-        rows = data["pointer_speed"]["results"]
+        rows = _speed_rows(data, "pointer_speed")
         blocks.append(heading("Pointer network speed", 2))
         blocks.append(
             para(
@@ -377,6 +466,7 @@ def build_blocks(data, run):
         )
         beams = [k[:-10] for k in rows[0] if k.startswith("beam") and k.endswith("_seq_per_s")]
         header = [
+            "backend",
             "task",
             "hidden",
             "train",
@@ -391,6 +481,7 @@ def build_blocks(data, run):
         for r in rows:
             body.append(
                 [
+                    r["backend"],
                     TASK_NAMES[r["task"]],
                     r["hidden_size"],
                     _fmt(r["train_seq_per_s"]),
@@ -400,22 +491,22 @@ def build_blocks(data, run):
                     _fmt(r["reference_greedy_seq_per_s"]),
                     f"\u00d7{r['greedy_ratio']:.2f}",
                 ]
-                + [_fmt(r[f"{b}_seq_per_s"]) for b in beams]
+                + [_fmt(r.get(f"{b}_seq_per_s")) for b in beams]
             )
         blocks.append(table(header, body))
         blocks.append(figure("pointer_speed.png", "pointer network throughput"))
 
     if "transducer_speed" in data:
-        rows = data["transducer_speed"]["results"]
+        rows = _speed_rows(data, "transducer_speed")
         blocks.append(heading("Transducer speed", 2))
         blocks.append(
             para(
                 "Copy task with sources of exactly the given length (vocabulary 8, hidden "
                 "32, memory width 32), batch 32. Training: teacher-forced epochs, compiled "
-                "without XLA as for fits under 400 steps (the estimator turns XLA on for "
-                "longer fits; during development XLA made training steps 1.3 to 2 times "
-                "faster at length 32, but took about 12 s to compile there and about "
-                "110 s at length 128). Decoding: the "
+                "as the backend's compile policy compiles a fit of 100 steps: a traced "
+                "graph without XLA on TensorFlow (the estimator turns XLA on from 400 "
+                "steps, over sequences of at most 128 steps, whose XLA compile takes "
+                "about 110 s at 257 steps), `jit` on JAX. Decoding: the "
                 "estimator's greedy `predict` with at most length + 1 output tokens. "
                 "Ratios are to `memory=None` at the same length. Models are barely "
                 "trained, so decoding may stop early: `out len` is the mean number of "
@@ -424,6 +515,7 @@ def build_blocks(data, run):
         )
         body = [
             [
+                r["backend"],
                 r["memory"],
                 r["length"],
                 _fmt(r["train_seq_per_s"], 1),
@@ -437,6 +529,7 @@ def build_blocks(data, run):
         blocks.append(
             table(
                 [
+                    "backend",
                     "memory",
                     "length",
                     "train seq/s",
@@ -448,12 +541,18 @@ def build_blocks(data, run):
                 body,
             )
         )
-        train_exp = growth_exponents(rows, "train_seq_per_s")
-        decode_exp = growth_exponents(rows, "decode_seq_per_s")
+        exponents = []
+        for backend in dict.fromkeys(r["backend"] for r in rows):
+            of_backend = [r for r in rows if r["backend"] == backend]
+            train_exp = growth_exponents(of_backend, "train_seq_per_s")
+            decode_exp = growth_exponents(of_backend, "decode_seq_per_s")
+            exponents += [
+                [backend, m, _fmt(train_exp[m], 2), _fmt(decode_exp[m], 2)] for m in train_exp
+            ]
         blocks.append(
             table(
-                ["memory", "growth exponent, training", "growth exponent, decoding"],
-                [[m, _fmt(train_exp[m], 2), _fmt(decode_exp[m], 2)] for m in train_exp],
+                ["backend", "memory", "growth exponent, training", "growth exponent, decoding"],
+                exponents,
             )
         )
         blocks.append(
@@ -465,7 +564,7 @@ def build_blocks(data, run):
         blocks.append(figure("transducer_speed.png", "transducer time per sequence"))
 
     if "sklearn_overhead" in data:
-        rows = data["sklearn_overhead"]["results"]
+        rows = _speed_rows(data, "sklearn_overhead")
         blocks.append(heading("Overhead of the scikit-learn layer", 2))
         blocks.append(
             para(
@@ -479,6 +578,7 @@ def build_blocks(data, run):
         blocks.append(
             table(
                 [
+                    "backend",
                     "estimator",
                     "samples \u00d7 epochs",
                     "`est.fit`",
@@ -489,6 +589,7 @@ def build_blocks(data, run):
                 ],
                 [
                     [
+                        r["backend"],
                         r["estimator"],
                         f"{r['n_samples']:,} \u00d7 {r['epochs']}",
                         f"{r['estimator_fit_s']:.2f} s",
@@ -595,11 +696,11 @@ def write_report(output, docs=False):
     data, run = _load(output)
     written = []
     if "pointer_speed" in data:
-        _plot_pointer_speed(data["pointer_speed"]["results"], output / "pointer_speed.png")
+        _plot_pointer_speed(_speed_rows(data, "pointer_speed"), output / "pointer_speed.png")
         written.append(output / "pointer_speed.png")
     if "transducer_speed" in data:
         _plot_transducer_speed(
-            data["transducer_speed"]["results"], output / "transducer_speed.png"
+            _speed_rows(data, "transducer_speed"), output / "transducer_speed.png"
         )
         written.append(output / "transducer_speed.png")
     if "sort8_curves" in data:

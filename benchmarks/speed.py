@@ -131,6 +131,7 @@ def pointer_speed(config, log):
                 infer["reference_greedy"].append(watch.elapsed)
             n = len(targets)
             row = {
+                "backend": keras.backend.backend(),
                 "task": task,
                 "hidden_size": hidden,
                 "batch_size": batch_size,
@@ -176,8 +177,9 @@ def transducer_speed(config, log):
     ----------
     config : dict
         ``memories``, ``lengths``, ``n_train`` (a function of the length giving the
-        sequences per timed epoch), ``n_infer``, ``repeats`` and optionally
-        ``jit_compile`` (XLA for the training step, default False).
+        sequences per timed epoch), ``n_infer``, ``repeats`` and ``fit_steps``: the
+        training step is compiled as the backend's compile policy compiles a fit of
+        that many gradient steps.
     log : callable
         Progress printer.
 
@@ -205,20 +207,14 @@ def transducer_speed(config, log):
                 max_output_length=length + 1,
                 random_state=0,
             )
-            # The network is built from the estimator's own hooks (a fit of fewer than
-            # 11 steps would run eagerly, which takes minutes at length 128), then
-            # compiled as the estimator compiles a fit (XLA only if
-            # config["jit_compile"]; the estimator turns it on for fits of 400 steps
-            # or more), and one epoch traces the training step before the timed
-            # repeats.
+            # The network is built from the estimator's own hooks and compiled as the
+            # estimator compiles a fit of config["fit_steps"] steps (on TensorFlow,
+            # XLA only from 400 steps; on JAX always), and one epoch traces the
+            # training step before the timed repeats.
             with Stopwatch() as cold:
                 streams, targets, _ = est._prepare_training_data(X, y, reset=True)
                 est.network_ = est._build_network()
-                est.network_.compile(
-                    optimizer=keras.optimizers.Adam(est.learning_rate, clipnorm=est.clipnorm),
-                    loss=est._loss(),
-                    jit_compile=bool(config.get("jit_compile", False)),
-                )
+                est._compile(config["fit_steps"], streams.shape[1])
                 est.network_.fit(streams, targets, batch_size=batch_size, epochs=1, verbose=0)
             est.predict(X_infer)  # traces the decoder
             fitted[memory] = (est, streams, targets, cold.elapsed)
@@ -238,10 +234,11 @@ def transducer_speed(config, log):
                 output_lengths[memory] = float(np.mean([len(p) for p in predictions]))
         for memory, (est, streams, _, first_fit) in fitted.items():
             row = {
+                "backend": keras.backend.backend(),
                 "memory": "none" if memory is None else memory,
                 "length": length,
                 "batch_size": batch_size,
-                "jit_compile": bool(config.get("jit_compile", False)),
+                "jit_compile": bool(est.network_.jit_compile),
                 "predict_batch_size": est._predict_batch_size(),
                 "n_train": len(streams),
                 "n_infer": len(X_infer),
@@ -379,6 +376,7 @@ def _overhead_row(name, estimator, X, y, config):
         prepare_seconds.append(watch.elapsed)
     sk, kr = float(np.median(sk_seconds)), float(np.median(keras_seconds))
     return {
+        "backend": keras.backend.backend(),
         "estimator": name,
         "n_samples": len(targets),
         "epochs": est.epochs,
