@@ -263,6 +263,11 @@ class SequenceEstimatorBase(BaseEstimator):
 
     _jit_training: ClassVar[bool] = False
 
+    def _new_network(self, seed=0):
+        """:meth:`_build_network`, with the backend told of the new network."""
+        _backend.new_network_built()
+        return self._build_network(seed)
+
     def _training_batches(self, data, batch_size, seed):
         """The training batches (a :class:`~skptr._batches.ShuffledBatches`)."""
         return ShuffledBatches(data, batch_size, seed)
@@ -339,7 +344,7 @@ class SequenceEstimatorBase(BaseEstimator):
         if warm:
             self.history_ = {key: list(values) for key, values in self.history_.items()}
         else:
-            self.network_ = self._build_network(network_seed)
+            self.network_ = self._new_network(network_seed)
             self.history_ = {}
         data, validation = self._split_validation(data, split_seed)
         batches = self._training_batches(data, self.batch_size, batches_seed)
@@ -449,5 +454,5 @@ class SequenceEstimatorBase(BaseEstimator):
         weights = state.pop("_network_weights", None)
         super().__setstate__(state)
         if weights is not None:
-            self.network_ = self._build_network()
+            self.network_ = self._new_network()
             self.network_.set_weights(weights)

@@ -480,7 +480,7 @@ def _restore_network(estimator, network_bytes, path):
             handle.write(network_bytes)
         config, stored_layout = _read_network_file(network_path, directory, path)
         _check_network_class(config, name, path)
-        network = estimator._build_network()
+        network = estimator._new_network()
         expected_path = os.path.join(directory, "expected.weights.h5")
         network.save_weights(expected_path)
         expected_layout = _weight_layout(expected_path)
