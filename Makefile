@@ -22,13 +22,14 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q --durations=15
 	$(BIN)/ruff check .
 
-# The estimator, persistence, model-selection and learning tests on Keras' JAX backend
-# (the other modules test backend-independent code), one process per module: XLA's CPU
-# compiler crashed (SIGSEGV) after about 250 tests' worth of compiled models in one process.
+# The estimator, persistence, model-selection and learning tests on Keras' JAX backend,
+# with preprocessing, metrics and plotting (the other modules test backend-independent
+# code), one process per module, so that a crash in one module cannot hide the others.
 JAX_TESTS ?= tests/test_pointer_estimator.py tests/test_pointer_network.py \
 	tests/test_memory_estimator.py tests/test_memory_memories.py tests/test_persistence.py \
 	tests/test_load_validation.py tests/test_model_selection.py tests/test_reliability.py \
-	tests/test_backends.py tests/test_sklearn_contract.py
+	tests/test_backends.py tests/test_sklearn_contract.py tests/test_preprocessing.py \
+	tests/test_metrics.py tests/test_plotting.py
 
 test-jax: $(STAMP)
 	@status=0; for module in $(JAX_TESTS); do \
