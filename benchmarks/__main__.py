@@ -20,8 +20,6 @@ import traceback
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-BACKENDS = ("tensorflow", "jax")
-
 SECTIONS = (
     "pointer_speed",
     "transducer_speed",
@@ -183,18 +181,19 @@ def main(argv=None):
     parser.add_argument("--output", help="results folder (default: benchmarks/results[/quick])")
     parser.add_argument(
         "--backend",
-        choices=BACKENDS,
-        help="Keras backend to measure (default: KERAS_BACKEND, else tensorflow)",
+        help="Keras backend to measure: tensorflow or jax (default: KERAS_BACKEND)",
     )
     args = parser.parse_args(argv)
     if args.backend is not None:
         os.environ["KERAS_BACKEND"] = args.backend
     import keras
 
+    from skptr._backend import SUPPORTED_BACKENDS  # refuses unsupported backends
+
     backend = keras.backend.backend()
     if args.backend is not None and backend != args.backend:
         parser.error(f"Keras was already imported with the {backend} backend")
-    suffix = "" if backend == BACKENDS[0] else f".{backend}"
+    suffix = "" if backend == SUPPORTED_BACKENDS[0] else f".{backend}"
 
     from . import report
     from ._common import RESULTS_DIR, device_info, load_average, read_json, write_json

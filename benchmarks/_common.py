@@ -108,20 +108,16 @@ def device_info():
 
     import skptr
 
-    gpus = []
+    gpus, versions = [], {}
     if keras.backend.backend() == "jax":
         import jax
 
         gpus = [device.device_kind for device in jax.devices() if device.platform == "gpu"]
+        versions["jax"] = jax.__version__
     else:
         for gpu in tf.config.list_physical_devices("GPU"):
             details = tf.config.experimental.get_device_details(gpu)
             gpus.append(details.get("device_name", gpu.name))
-    versions = {}
-    if keras.backend.backend() == "jax":
-        import jax
-
-        versions["jax"] = jax.__version__
     return {
         "cpu": _cpu_model(),
         "cpu_cores": os.cpu_count(),

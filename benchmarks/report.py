@@ -10,6 +10,8 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
+from skptr._backend import SUPPORTED_BACKENDS
+
 from ._common import read_json
 from .speed import growth_exponents
 
@@ -242,7 +244,7 @@ def _speed_rows(data, section):
     for key in sorted(k for k in data if k == section or k.startswith(f"{section}.")):
         backend = data[key].get("device", {}).get("keras_backend", "tensorflow")
         rows += [{"backend": backend, **row} for row in data[key]["results"]]
-    order = {name: i for i, name in enumerate(("tensorflow", "jax"))}
+    order = {name: i for i, name in enumerate(SUPPORTED_BACKENDS)}
     return sorted(rows, key=lambda r: order.get(r["backend"], len(order)))
 
 
@@ -347,7 +349,8 @@ def _backend_comparison(data):
         tf, jx = both["tensorflow"], both["jax"]
         name = f"pointer {TASK_NAMES[task]}, h={hidden}"
         add(f"{name}: training, seq/s", 0, tf["train_seq_per_s"], jx["train_seq_per_s"])
-        for key in [k for k in tf if k.endswith("_seq_per_s") and k[0] in "gb"]:
+        decoders = [k for k in tf if k.startswith(("greedy", "beam")) and k.endswith("_seq_per_s")]
+        for key in decoders:
             label = key[: -len("_seq_per_s")].replace("beam", "beam ")
             add(f"{name}: {label} decoding, seq/s", 0, tf[key], jx.get(key))
     for (memory, length), both in pairs("transducer_speed", lambda r: (r["memory"], r["length"])):

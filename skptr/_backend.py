@@ -219,8 +219,6 @@ def enable_gpu_memory_growth():
     if keras.backend.backend() == "jax":
         os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
         return []
-    if keras.backend.backend() != "tensorflow":
-        return []
     import tensorflow as tf
 
     enabled = []

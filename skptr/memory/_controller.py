@@ -418,4 +418,3 @@ class MemoryController(keras.layers.Layer):
             seed=self.seed,
         )
         return config
-
