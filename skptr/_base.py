@@ -341,7 +341,21 @@ class SequenceEstimatorBase(BaseEstimator):
         place (keeping its compiled functions and optimiser state), and ``fit``
         restores its weights and optimiser state if training fails.
         """
-        data = self._prepare_training_data(X, y, reset=not warm)
+        self._train(self._prepare_training_data(X, y, reset=not warm), warm, seeds)
+
+    def _train(self, data, warm, seeds):
+        """Train ``self``'s network (a new one unless ``warm``) on encoded ``data``.
+
+        Parameters
+        ----------
+        data : TrainingData
+            The encoded training data, validation samples included.
+        warm : bool
+            Whether to continue training the fitted network.
+        seeds : SeedStream
+            The fit's seeds: the network, the validation split and the batches each
+            take the next one.
+        """
         network_seed, split_seed, batches_seed = seeds.next(), seeds.next(), seeds.next()
         if warm:
             self.history_ = {key: list(values) for key, values in self.history_.items()}

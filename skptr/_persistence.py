@@ -333,6 +333,15 @@ def _is_finite_non_negative(value):
     return _is_number(value) and math.isfinite(value) and value >= 0
 
 
+def _is_scores(value):
+    return (
+        isinstance(value, np.ndarray)
+        and value.dtype.kind == "f"
+        and value.ndim == 1
+        and bool(np.all((value >= 0) & (value <= 1)))
+    )
+
+
 _HISTORY = _Rule("a dict of str to lists of numbers", _is_history)
 _VOCABULARY = _Rule("a 1-D object array of hashable tokens", _is_vocabulary)
 
@@ -353,6 +362,8 @@ STATE_SCHEMAS = {
         "_max_target_ratio": _Rule("a finite number >= 0", _is_finite_non_negative),
         "history_": _HISTORY,
         "n_iter_": _int_at_least(0),
+        "init_scores_": _Rule("a 1-D float array of scores in [0, 1]", _is_scores),
+        "snap_gates_": _Rule("a bool", lambda value: type(value) is bool),
     },
 }
 

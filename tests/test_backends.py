@@ -94,6 +94,7 @@ def _fitted_estimators():
         epochs=3,
         batch_size=32,
         curriculum=False,
+        n_init=2,
         random_state=0,
     )
     transducer.fit(sources, [s[::-1] for s in sources])

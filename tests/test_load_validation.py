@@ -28,7 +28,13 @@ def orderer_file(tmp_path_factory):
 def transducer_file(tmp_path_factory):
     X = ["ab", "ba", "aab", "abb"]
     estimator = NeuralStackTransducer(
-        hidden_size=8, embedding_dim=4, memory_width=4, epochs=1, batch_size=64, random_state=0
+        hidden_size=8,
+        embedding_dim=4,
+        memory_width=4,
+        epochs=1,
+        batch_size=64,
+        n_init=1,
+        random_state=0,
     )
     path = tmp_path_factory.mktemp("transducer") / "transducer.skptr"
     estimator.fit(X, [x[::-1] for x in X]).save(path)

@@ -272,3 +272,51 @@ def test_gate_noise_only_in_training():
     np.testing.assert_allclose(np.asarray(noisy(inputs, training=False)), expected, atol=1e-6)
     assert np.abs(np.asarray(noisy(inputs, training=True)) - expected).max() > 1e-3
     assert MemoryController.from_config(noisy.get_config()).gate_noise == 1.0
+
+
+def test_snapped_strengths_are_rounded_soft_ones():
+    controller = MemoryController(4, memory="deque", memory_width=3)
+    controller.build((None, None, 2))
+    inputs = np.random.RandomState(1).normal(size=(3, 9, 2)).astype("float32")
+    _, soft = controller(inputs, return_traces=True)
+    _, snapped = controller(inputs, return_traces=True, snap=True)
+    for key in ("push", "pop"):
+        first_step_soft = np.asarray(soft[key])[:, 0]
+        assert np.all((first_step_soft > 0.01) & (first_step_soft < 0.99))
+        # The first step's strengths depend only on the input, so they are comparable.
+        np.testing.assert_array_equal(np.asarray(snapped[key])[:, 0], np.round(first_step_soft))
+        assert set(np.unique(np.asarray(snapped[key]))) <= {0.0, 1.0}
+    # Whole pushes and pops keep every slot's strength at exactly 0 or 1.
+    assert set(np.unique(np.asarray(snapped["strengths"]))) <= {0.0, 1.0}
+
+
+def test_reset_cell_state_forgets_the_cell_but_not_the_output():
+    controller = MemoryController(3, memory="stack", memory_width=2, reset_cell_state=True)
+    controller.build((None, None, 2))
+    weights = controller.step_weights()
+    state = list(controller.get_initial_state(1, 4))
+    state[0] = ops.convert_to_tensor(np.array([[0.5, -0.2, 0.1]], dtype="float32"))
+    inputs = ops.convert_to_tensor(np.array([[0.3, -0.7]], dtype="float32"))
+    outputs = []
+    for cell in (np.zeros((1, 3)), np.full((1, 3), 5.0)):
+        state[1] = ops.convert_to_tensor(cell.astype("float32"))
+        new_state, _ = controller.step(tuple(state), inputs, 0, weights)
+        outputs.append(np.asarray(new_state[0]))
+    np.testing.assert_array_equal(outputs[0], outputs[1])
+    # By hand: c = i * g and h = o * tanh(c), from [x; r; h_prev] @ kernel + bias.
+    x = np.concatenate([[0.3, -0.7], [0.0, 0.0], [0.5, -0.2, 0.1]])
+    z = x @ np.asarray(weights["kernel"]) + np.asarray(weights["bias"])
+    sigmoid = 1 / (1 + np.exp(-z))
+    c = sigmoid[:3] * np.tanh(z[6:9])
+    np.testing.assert_allclose(outputs[0][0], sigmoid[9:] * np.tanh(c), atol=1e-6)
+    carried = MemoryController(3, memory="stack", memory_width=2)
+    carried.build((None, None, 2))
+    carried.set_weights(controller.get_weights())
+    changed = [
+        np.asarray(
+            carried.step((state[0], ops.full((1, 3), v), *state[2:]), inputs, 0, weights)[0][0]
+        )
+        for v in (0.0, 5.0)
+    ]
+    assert np.abs(changed[0] - changed[1]).max() > 1e-3
+    assert MemoryController.from_config(controller.get_config()).reset_cell_state

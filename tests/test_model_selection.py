@@ -130,7 +130,9 @@ def test_transducer_on_text_in_pipelines_and_parallel_searches():
     )
     sentences = np.array([" ".join(x) for x in X], dtype=object)  # "a b c" -> (a, b, c)
     targets = np.array([tuple(t) for t in y], dtype=object)
-    transducer = NeuralStackTransducer(hidden_size=8, epochs=1, curriculum=False, random_state=0)
+    transducer = NeuralStackTransducer(
+        hidden_size=8, epochs=1, curriculum=False, n_init=1, random_state=0
+    )
     pipeline = make_pipeline(TextTokenizer(), transducer)
     search = GridSearchCV(
         pipeline,

@@ -18,7 +18,13 @@ from skptr import NeuralStackTransducer, PointerNetworkOrderer
 from skptr._base import NonFiniteTrainingError
 
 POINTER = {"hidden_size": 8, "batch_size": 16, "random_state": 0}
-TRANSDUCER = {"hidden_size": 8, "embedding_dim": 4, "memory_width": 4, "random_state": 0}
+TRANSDUCER = {
+    "hidden_size": 8,
+    "embedding_dim": 4,
+    "memory_width": 4,
+    "n_init": 1,
+    "random_state": 0,
+}
 
 
 def _sorting(n_samples, n_steps=5, seed=0):

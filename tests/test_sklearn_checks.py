@@ -150,7 +150,13 @@ def _all_checks(estimators):
 ESTIMATORS = [
     _small(PointerNetworkOrderer()),
     NeuralStackTransducer(
-        hidden_size=4, embedding_dim=4, memory_width=4, epochs=1, curriculum=False, random_state=0
+        hidden_size=4,
+        embedding_dim=4,
+        memory_width=4,
+        epochs=1,
+        curriculum=False,
+        n_init=2,
+        random_state=0,
     ),
     SequenceScaler(),
 ]

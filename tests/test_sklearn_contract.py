@@ -124,6 +124,7 @@ TRANSDUCER = {
     "memory_width": 4,
     "epochs": 1,
     "curriculum": False,
+    "n_init": 2,
     "random_state": 0,
 }
 

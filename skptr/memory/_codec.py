@@ -117,6 +117,30 @@ class TransducerCodec:
         lengths = np.fromiter((len(s) for s in source_ids), dtype=np.int32, count=len(sources))
         return TrainingData(streams, labels, lengths)
 
+    @staticmethod
+    def training_pairs(data):
+        """The source stream ids and the target token ids of encoded training data.
+
+        Parameters
+        ----------
+        data : TrainingData
+            As returned by :meth:`learn` or :meth:`encode_training`.
+
+        Returns
+        -------
+        sources : list of ndarray of int32
+            Stream ids of each source, as :meth:`sources` returns them.
+        targets : list of ndarray of int32
+            Output token ids of each target.
+        """
+        streams, labels, lengths = data
+        sources, targets = [], []
+        for stream, label, n in zip(streams, labels, lengths, strict=True):
+            n_target = int(np.flatnonzero(label[n:] == 0)[0])
+            sources.append(stream[:n].astype(np.int32))
+            targets.append(label[n : n + n_target] - 1)
+        return sources, targets
+
     # ------------------------------------------------------------- inference
     def sources(self, X, handle_unknown="error"):
         """Validate sources; return their tokens and their stream ids.

@@ -54,6 +54,11 @@ class MemoryController(keras.layers.Layer):
     gate_noise : float, default=0.0
         Standard deviation of the Gaussian noise added, in training only, to the push
         and pop logits before their sigmoids.
+    reset_cell_state : bool, default=False
+        LSTM only: start every step from a zero cell state, so that the output ``h`` of
+        the previous step is the controller's only recurrent state. A cell state that
+        no gradient trains to carry anything (``state_bptt_steps=0``) only drifts on
+        inputs longer than the training ones.
     seed : int, default=0
         Seed of the initial weights and of the gate noise.
     **kwargs
@@ -81,6 +86,7 @@ class MemoryController(keras.layers.Layer):
         push_bias=0.0,
         state_bptt_steps=None,
         gate_noise=0.0,
+        reset_cell_state=False,
         seed=0,
         **kwargs,
     ):
@@ -97,6 +103,7 @@ class MemoryController(keras.layers.Layer):
         self.push_bias = float(push_bias)
         self.state_bptt_steps = None if state_bptt_steps is None else int(state_bptt_steps)
         self.gate_noise = float(gate_noise)
+        self.reset_cell_state = bool(reset_cell_state)
         self.seed = int(seed)
         seeds = SeedStream(self.seed)
         self._initializers = {
@@ -237,7 +244,7 @@ class MemoryController(keras.layers.Layer):
             state = (*state, values, strengths, read)
         return state
 
-    def step(self, state, inputs, step, weights, active=None, noise=None):
+    def step(self, state, inputs, step, weights, active=None, noise=None, snap=False):
         """Advance the controller and its memory by one step.
 
         Parameters
@@ -254,6 +261,9 @@ class MemoryController(keras.layers.Layer):
             Samples for which the step counts; the others keep their state.
         noise : tensor of shape (batch, 2 * ends), optional
             Added to the push and pop logits (push columns first).
+        snap : bool, default=False
+            Whether to round the push and pop strengths to 0 or 1, so that the memory
+            holds whole items only.
 
         Returns
         -------
@@ -272,7 +282,7 @@ class MemoryController(keras.layers.Layer):
             f = ops.sigmoid(z[:, units : 2 * units])
             g = ops.tanh(z[:, 2 * units : 3 * units])
             o = ops.sigmoid(z[:, 3 * units :])
-            c = f * state[1] + i * g
+            c = i * g if self.reset_cell_state else f * state[1] + i * g
             h = o * ops.tanh(c)
             new_state = (h, c)
         elif self.cell == "gru":
@@ -293,6 +303,8 @@ class MemoryController(keras.layers.Layer):
                 heads = ops.concatenate([heads[:, : 2 * k] + noise, heads[:, 2 * k :]], axis=-1)
             push = ops.sigmoid(heads[:, :k])
             pop = ops.sigmoid(heads[:, k : 2 * k])
+            if snap:
+                push, pop = ops.round(push), ops.round(pop)
             value = ops.reshape(ops.tanh(heads[:, 2 * k :]), (-1, k, self.memory_width))
             values, strengths, read = memory_step(
                 self.memory, state[-3], state[-2], push, pop, value, step
@@ -308,7 +320,15 @@ class MemoryController(keras.layers.Layer):
         return new_state, trace
 
     def run(
-        self, state, inputs, weights, mask=None, first_step=0, return_traces=False, noise=None
+        self,
+        state,
+        inputs,
+        weights,
+        mask=None,
+        first_step=0,
+        return_traces=False,
+        noise=None,
+        snap=False,
     ):
         """Run :meth:`step` over a whole sequence in one compiled loop.
 
@@ -329,6 +349,8 @@ class MemoryController(keras.layers.Layer):
             Whether to collect the per-step memory traces.
         noise : tensor of shape (batch, steps, 2 * ends), optional
             Added to the push and pop logits at every step (see :meth:`step`).
+        snap : bool, default=False
+            Whether to round the push and pop strengths (see :meth:`step`).
 
         Returns
         -------
@@ -356,6 +378,7 @@ class MemoryController(keras.layers.Layer):
                 weights,
                 active=current.get("active"),
                 noise=current.get("noise"),
+                snap=snap,
             )
             produced = (new_state[0], *trace) if return_traces else (new_state[0],)
             return new_state, produced
@@ -377,7 +400,7 @@ class MemoryController(keras.layers.Layer):
             )
         return recurrent + tuple(state[n_recurrent:])
 
-    def call(self, inputs, mask=None, training=None, return_traces=False):
+    def call(self, inputs, mask=None, training=None, return_traces=False, snap=False):
         batch_size, n_steps = ops.shape(inputs)[0], ops.shape(inputs)[1]
         state = self.get_initial_state(batch_size, n_steps)
         noise = None
@@ -395,6 +418,7 @@ class MemoryController(keras.layers.Layer):
             mask=mask,
             return_traces=return_traces,
             noise=noise,
+            snap=snap,
         )
         if not return_traces:
             return outputs[0]
@@ -415,6 +439,7 @@ class MemoryController(keras.layers.Layer):
             push_bias=self.push_bias,
             state_bptt_steps=self.state_bptt_steps,
             gate_noise=self.gate_noise,
+            reset_cell_state=self.reset_cell_state,
             seed=self.seed,
         )
         return config

@@ -13,6 +13,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._backend import quiet_retracing
 from .._base import SequenceEstimatorBase
 from .._batches import inference_rows, power_of_two_at_least
+from .._random import SeedStream
 from ..metrics import fine_accuracy
 from ._codec import TransducerCodec
 from ._curriculum import CurriculumBatches
@@ -23,6 +24,9 @@ __all__ = ["NeuralStackTransducer"]
 
 # ``gate_noise="auto"``: training noise on the push and pop logits, per memory.
 _AUTO_GATE_NOISE = {"queue": 1.0}
+# With ``n_init > 1``, the share of the training samples held out to compare the
+# initialisations (rounded down: fits of fewer than 10 samples train one).
+_SELECTION_FRACTION = 0.1
 # ``memory_trace`` records a (steps, slots) strengths matrix per sample; longer traces
 # are refused unless asked for.
 _MAX_TRACE_STEPS = 1024
@@ -75,6 +79,33 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         pushed drifts further and further past the item it should read. ``"auto"``
         is 1.0 for the queue and 0 for the stack and the deque (on the stack the
         noise hinders learning, and its controllers saturate without it).
+    reset_cell_state : bool or "auto", default="auto"
+        LSTM controllers only: start every step from a zero cell state, so that the
+        previous step's output is the controller's only recurrent state. With
+        ``state_bptt_steps=0`` no gradient trains the cell state to carry anything, and
+        on inputs longer than the training ones it drifts until the controller pushes
+        or pops at the wrong step. ``"auto"`` is true when ``state_bptt_steps``
+        resolves to 0 (the default with a memory) and the cell is an LSTM.
+    snap_gates : bool or "auto", default="auto"
+        Whether ``predict`` and ``memory_trace`` round the push and pop strengths to 0
+        or 1, so that the memory holds and returns whole items. A controller that
+        learned the algorithm saturates its strengths anyway, and the rounding removes
+        the small errors that soft strengths add up over inputs longer than the
+        training ones; a controller that encodes information in soft strengths fails
+        when they are rounded. ``"auto"`` rounds, unless no initialisation of
+        ``n_init`` predicts the held-out samples exactly with rounded strengths and the
+        best held-out score is reached with soft ones. Training always uses the soft
+        strengths.
+    n_init : int, default=4
+        Number of initialisations trained, as in scikit-learn's ``KMeans``. With more
+        than one, 10 % of the training samples are held out and each initialisation is
+        trained on the rest and scored on them (fine accuracy of greedy predictions,
+        with the rounding of ``snap_gates``). Training stops at the first
+        initialisation that predicts every held-out sample exactly, so a fit that finds
+        the algorithm at once costs one training run; otherwise the best one is kept.
+        Whether a controller finds the algorithm depends on its initialisation; one
+        that did not, or that fits its training lengths only with soft strengths, makes
+        errors on the held-out samples once its strengths are rounded.
     curriculum : bool, default=True
         Start training on the shortest sources (about a quarter of the length range)
         and admit longer ones, in a few stages, whenever the training loss per token
@@ -126,6 +157,13 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         length admitted by the curriculum.
     n_iter_ : int
         Number of epochs trained.
+    init_scores_ : ndarray of shape (n_initialisations_trained,)
+        Held-out fine accuracy of each initialisation trained by the last ``fit`` (with
+        rounded strengths, unless ``snap_gates=False``), in training order; empty when
+        that fit trained only one (``n_init=1``, or fewer than 10 samples). A warm
+        start keeps the scores of the fit it continues.
+    snap_gates_ : bool
+        Whether ``predict`` rounds the push and pop strengths (see ``snap_gates``).
 
     See Also
     --------
@@ -166,6 +204,9 @@ class NeuralStackTransducer(SequenceEstimatorBase):
             None,
         ],
         "gate_noise": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
+        "reset_cell_state": ["boolean", StrOptions({"auto"})],
+        "snap_gates": ["boolean", StrOptions({"auto"})],
+        "n_init": [Interval(Integral, 1, None, closed="left")],
         "curriculum": ["boolean"],
         "handle_unknown": [StrOptions({"error", "ignore"})],
         "max_output_length": [Interval(Integral, 1, None, closed="left"), None],
@@ -182,6 +223,9 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         push_bias=0.0,
         state_bptt_steps="auto",
         gate_noise="auto",
+        reset_cell_state="auto",
+        snap_gates="auto",
+        n_init=4,
         curriculum=True,
         handle_unknown="error",
         max_output_length=None,
@@ -206,6 +250,9 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         self.push_bias = push_bias
         self.state_bptt_steps = state_bptt_steps
         self.gate_noise = gate_noise
+        self.reset_cell_state = reset_cell_state
+        self.snap_gates = snap_gates
+        self.n_init = n_init
         self.curriculum = curriculum
         self.handle_unknown = handle_unknown
         self.max_output_length = max_output_length
@@ -248,6 +295,11 @@ class NeuralStackTransducer(SequenceEstimatorBase):
             return _AUTO_GATE_NOISE.get(self.memory, 0.0)
         return float(self.gate_noise)
 
+    def _resolved_reset_cell_state(self):
+        if self.reset_cell_state == "auto":
+            return self.cell == "lstm" and self._resolved_bptt_steps() == 0
+        return bool(self.reset_cell_state)
+
     def _build_network(self, seed=0):
         network = TransducerNetwork(
             n_input_tokens=len(self.input_vocabulary_),
@@ -261,6 +313,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
             push_bias=self.push_bias,
             state_bptt_steps=self._resolved_bptt_steps(),
             gate_noise=self._resolved_gate_noise(),
+            reset_cell_state=self._resolved_reset_cell_state(),
             seed=seed,
         )
         network.build()
@@ -270,6 +323,45 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         return keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=-1)
 
     _jit_training = True
+
+    def _fit_trial(self, X, y, warm, seeds):
+        data = self._prepare_training_data(X, y, reset=not warm)
+        n_held_out = int(_SELECTION_FRACTION * len(data.lengths))
+        if warm or self.n_init == 1 or n_held_out == 0:
+            self._train(data, warm, seeds)
+            if not warm:
+                self.snap_gates_ = self.snap_gates in (True, "auto")
+                self.init_scores_ = np.empty(0)
+            return
+        order = np.random.default_rng(seeds.next()).permutation(len(data.lengths))
+        training, held_out = data.take(order[n_held_out:]), data.take(order[:n_held_out])
+        codec = TransducerCodec.of(self)
+        sources, targets = codec.training_pairs(held_out)
+        targets = [tuple(t) for t in targets]
+
+        def held_out_score(candidate, snap):
+            candidate.snap_gates_ = snap
+            return fine_accuracy(targets, [tuple(p) for p in candidate._decode(codec, sources)])
+
+        snap = self.snap_gates in (True, "auto")
+        best, best_score, scores = None, -1.0, []
+        for _ in range(self.n_init):
+            candidate = object.__new__(type(self))
+            candidate.__dict__.update(self.__dict__)
+            candidate._train(training, False, SeedStream(seeds.next()))
+            scores.append(held_out_score(candidate, snap))
+            if scores[-1] == 1.0:
+                best = (candidate, snap)
+                break
+            if scores[-1] > best_score:
+                best, best_score = (candidate, snap), scores[-1]
+            if self.snap_gates == "auto":
+                soft_score = held_out_score(candidate, False)
+                if soft_score > best_score:
+                    best, best_score = (candidate, False), soft_score
+        candidate, candidate.snap_gates_ = best
+        self.__dict__.update(candidate.__dict__)
+        self.init_scores_ = np.array(scores)
 
     def _training_batches(self, data, batch_size, seed):
         return CurriculumBatches(data, batch_size, seed, curriculum=self.curriculum)
@@ -286,7 +378,10 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         Sources are decoded in batches of similar lengths, padded to a power-of-two
         number of rows and of steps, so that the compiled decoder is reused.
         """
-        decoder = self._inference_model("decoder", GreedyDecoder)
+        snap = self.snap_gates_
+        decoder = self._inference_model(
+            ("decoder", snap), lambda network: GreedyDecoder(network, snap_gates=snap)
+        )
         lengths = np.array([len(s) for s in source_ids])
         order = np.argsort(lengths, kind="stable")
         chunk = self._predict_batch_size()
@@ -391,7 +486,10 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         self._check_trace_length([len(s) for s in streams], max_steps, "input and output")
         padded = codec.left_padded(streams)
         with quiet_retracing():
-            traces = self._inference_model("traces", _Traces).predict_on_batch(padded)
+            snap = self.snap_gates_
+            traces = self._inference_model(
+                ("traces", snap), lambda network: _Traces(network, snap_gates=snap)
+            ).predict_on_batch(padded)
         traces = {key: np.asarray(value) for key, value in traces.items()}
         n_steps = padded.shape[1]
         results = []
@@ -426,11 +524,12 @@ class NeuralStackTransducer(SequenceEstimatorBase):
 class _Traces(keras.Model):
     """Wraps :meth:`TransducerNetwork.traces` so that ``predict_on_batch`` compiles it."""
 
-    def __init__(self, network, **kwargs):
+    def __init__(self, network, snap_gates=False, **kwargs):
         kwargs.setdefault("name", "memory_traces")
         super().__init__(**kwargs)
         self.network = network
+        self.snap_gates = bool(snap_gates)
 
     def call(self, stream):
-        traces = self.network.traces(ops.cast(stream, "int32"))
+        traces = self.network.traces(ops.cast(stream, "int32"), snap=self.snap_gates)
         return {key: traces[key] for key in ("push", "pop", "strengths", "read")}

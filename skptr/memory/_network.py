@@ -59,6 +59,9 @@ class TransducerNetwork(keras.Model):
     gate_noise : float, default=0.0
         Training noise on the push and pop logits (see
         :class:`~skptr.memory._controller.MemoryController`).
+    reset_cell_state : bool, default=False
+        Whether the LSTM controller starts every step from a zero cell state (see
+        :class:`~skptr.memory._controller.MemoryController`).
     seed : int, default=0
         Seed of the initial weights and of the gate noise; the same seed gives the
         same network.
@@ -79,6 +82,7 @@ class TransducerNetwork(keras.Model):
         push_bias=0.0,
         state_bptt_steps=None,
         gate_noise=0.0,
+        reset_cell_state=False,
         seed=0,
         **kwargs,
     ):
@@ -94,6 +98,7 @@ class TransducerNetwork(keras.Model):
         self.push_bias = float(push_bias)
         self.state_bptt_steps = state_bptt_steps
         self.gate_noise = float(gate_noise)
+        self.reset_cell_state = bool(reset_cell_state)
         self.seed = int(seed)
         seeds = SeedStream(self.seed)
         self.output_offset = FIRST_INPUT_ID + self.n_input_tokens
@@ -112,6 +117,7 @@ class TransducerNetwork(keras.Model):
             push_bias=push_bias,
             state_bptt_steps=state_bptt_steps,
             gate_noise=gate_noise,
+            reset_cell_state=reset_cell_state,
             seed=seeds.next(),
             name="controller",
         )
@@ -141,13 +147,16 @@ class TransducerNetwork(keras.Model):
         hidden = self.controller(self.embedding(stream), training=training)
         return self.readout(hidden)
 
-    def traces(self, stream):
+    def traces(self, stream, snap=False):
         """Hidden states and memory traces of the controller along a stream.
 
         Parameters
         ----------
         stream : int tensor of shape (batch, steps)
             Left-padded streams (padding steps leave the state unchanged).
+        snap : bool, default=False
+            Whether the push and pop strengths are rounded to 0 or 1, as in
+            :meth:`decode`.
 
         Returns
         -------
@@ -155,11 +164,14 @@ class TransducerNetwork(keras.Model):
             ``logits`` and, with a memory, ``push``, ``pop``, ``strengths`` and ``read``.
         """
         hidden, traces = self.controller(
-            self.embedding(stream), mask=ops.not_equal(stream, PAD), return_traces=True
+            self.embedding(stream),
+            mask=ops.not_equal(stream, PAD),
+            return_traces=True,
+            snap=snap,
         )
         return {"logits": self.readout(hidden), **traces}
 
-    def decode(self, source, n_steps):
+    def decode(self, source, n_steps, snap=False):
         """Greedy decoding of a batch of left-padded sources.
 
         Parameters
@@ -169,6 +181,9 @@ class TransducerNetwork(keras.Model):
             sample reaches the separator at the same step.
         n_steps : int or scalar int tensor
             Maximum number of output tokens (end token included) to produce.
+        snap : bool, default=False
+            Whether to round the push and pop strengths to 0 or 1 at every step, so
+            that the memory holds whole items only.
 
         Returns
         -------
@@ -181,7 +196,7 @@ class TransducerNetwork(keras.Model):
         weights = controller.step_weights()
         state = controller.get_initial_state(batch_size, source_steps + n_steps)
         state, _ = controller.run(
-            state, self.embedding(source), weights, mask=ops.not_equal(source, PAD)
+            state, self.embedding(source), weights, mask=ops.not_equal(source, PAD), snap=snap
         )
         positions = ops.arange(n_steps, dtype="int32")
         embeddings = ops.convert_to_tensor(self.embedding.embeddings)
@@ -193,7 +208,7 @@ class TransducerNetwork(keras.Model):
 
         def produce(i, previous, finished, produced, *state):
             step_input = ops.take(embeddings, previous, axis=0)
-            state, _ = controller.step(state, step_input, source_steps + i, weights)
+            state, _ = controller.step(state, step_input, source_steps + i, weights, snap=snap)
             logits = ops.matmul(state[0], readout_kernel) + readout_bias
             token = ops.where(finished, 0, ops.cast(ops.argmax(logits, axis=-1), "int32"))
             produced = ops.where(ops.equal(positions, i)[None, :], token[:, None], produced)
@@ -224,6 +239,7 @@ class TransducerNetwork(keras.Model):
             push_bias=self.push_bias,
             state_bptt_steps=self.state_bptt_steps,
             gate_noise=self.gate_noise,
+            reset_cell_state=self.reset_cell_state,
             seed=self.seed,
         )
         return config
@@ -237,6 +253,8 @@ class GreedyDecoder(keras.Model):
     ----------
     network : TransducerNetwork
         The trained network (its layers are shared, not copied).
+    snap_gates : bool, default=False
+        Whether the push and pop strengths are rounded to 0 or 1 while decoding.
     **kwargs
         Passed to :class:`keras.Model`.
 
@@ -247,16 +265,20 @@ class GreedyDecoder(keras.Model):
     of output tokens (its values are ignored).
     """
 
-    def __init__(self, network, **kwargs):
+    def __init__(self, network, snap_gates=False, **kwargs):
         super().__init__(**kwargs)
         self.network = network
+        self.snap_gates = bool(snap_gates)
 
     def call(self, inputs):
-        return self.network.decode(inputs["source"], ops.shape(inputs["canvas"])[1])
+        return self.network.decode(
+            inputs["source"], ops.shape(inputs["canvas"])[1], snap=self.snap_gates
+        )
 
     def get_config(self):
         config = super().get_config()
         config["network"] = keras.saving.serialize_keras_object(self.network)
+        config["snap_gates"] = self.snap_gates
         return config
 
     @classmethod
