@@ -28,7 +28,9 @@ SECTIONS = (
     "sort_floats",
     "convex_hull",
     "tsp",
-    "transduction",
+    "transduction_short",
+    "transduction_grefenstette",
+    "transduction_deletang",
 )
 
 TRANSDUCTION_TASKS = ("copy", "reversal", "bigram_flip", "svo_sov", "gender_conjugation")
@@ -38,6 +40,50 @@ TRANSDUCTION_VOCAB = {
     "bigram_flip": 8,
     "svo_sov": 24,
     "gender_conjugation": 24,
+}
+
+SEEDS = [0, 1, 2, 3, 4]
+
+#: The three length-generalisation protocols of the transducer, each at the
+#: estimator's defaults.
+TRANSDUCTION_PROTOCOLS = {
+    # Short training, far tests, on plain NumPy strings over {a, b}.
+    "transduction_short": {
+        "protocol": "short",
+        "data": "numpy",
+        "tasks": {"reversal": ["stack", None], "copy": ["queue", None]},
+        "seeds": SEEDS,
+        "train_lengths": [1, 10],
+        "test_lengths": [[1, 10], [11, 20], [21, 40], [41, 64], [65, 128]],
+        "n_train": 2000,
+        "n_test": 200,
+    },
+    # Grefenstette et al. (2015): train on 8-64, test on 65-128, the paper's five tasks.
+    "transduction_grefenstette": {
+        "protocol": "grefenstette",
+        "data": "make_transduction",
+        "tasks": {task: ["stack", "queue", "deque", None] for task in TRANSDUCTION_TASKS},
+        "vocab_sizes": TRANSDUCTION_VOCAB,
+        "seeds": SEEDS,
+        "train_lengths": [8, 64],
+        "test_lengths": [[65, 128]],
+        "n_train": 2000,
+        "n_test": 200,
+    },
+    # Delétang et al. (2023): train on 1-40, test on 41-500, binary strings.
+    "transduction_deletang": {
+        "protocol": "deletang",
+        "data": "numpy",
+        "tasks": {
+            "reversal": ["stack", None],
+            "duplicate": ["queue", "deque", None],
+        },
+        "seeds": SEEDS,
+        "train_lengths": [1, 40],
+        "test_lengths": [[41, 100], [101, 250], [251, 500]],
+        "n_train": 2000,
+        "n_test": 100,
+    },
 }
 
 
@@ -94,16 +140,34 @@ def configuration(quick):
                 "hidden_size": 32,
                 "beam_width": 3,
             },
-            "transduction": {
-                "tasks": ["reversal"],
-                "memories": ["stack"],
+            "transduction_short": {
+                **TRANSDUCTION_PROTOCOLS["transduction_short"],
+                "tasks": {"reversal": ["stack"]},
                 "seeds": [0],
-                "train_lengths": [3, 6],
-                "test_lengths": [7, 12],
-                "vocab_sizes": TRANSDUCTION_VOCAB,
-                "n_train": 128,
-                "epochs": 2,
-                "hidden_size": 32,
+                "n_train": 64,
+                "test_lengths": [[11, 20]],
+                "n_test": 16,
+                "params": {"epochs": 1, "n_init": 2},
+            },
+            "transduction_grefenstette": {
+                **TRANSDUCTION_PROTOCOLS["transduction_grefenstette"],
+                "tasks": {"bigram_flip": ["deque"]},
+                "seeds": [0],
+                "train_lengths": [8, 12],
+                "test_lengths": [[13, 16]],
+                "n_train": 64,
+                "n_test": 16,
+                "params": {"epochs": 1, "n_init": 1},
+            },
+            "transduction_deletang": {
+                **TRANSDUCTION_PROTOCOLS["transduction_deletang"],
+                "tasks": {"duplicate": ["queue"]},
+                "seeds": [0],
+                "train_lengths": [1, 8],
+                "test_lengths": [[9, 40]],
+                "n_train": 64,
+                "n_test": 16,
+                "params": {"epochs": 1, "n_init": 1},
             },
         }
     return {
@@ -145,17 +209,7 @@ def configuration(quick):
             "hidden_size": 64,
             "beam_width": 5,
         },
-        "transduction": {
-            "tasks": list(TRANSDUCTION_TASKS),
-            "memories": ["stack", "queue", "deque", None],
-            "seeds": [0, 1, 2],
-            "train_lengths": [5, 10],
-            "test_lengths": [11, 20],
-            "vocab_sizes": TRANSDUCTION_VOCAB,
-            "n_train": 320,
-            "epochs": 15,
-            "hidden_size": 32,
-        },
+        **TRANSDUCTION_PROTOCOLS,
     }
 
 
@@ -220,7 +274,9 @@ def main(argv=None):
             "sort_floats": quality.sort_floats,
             "convex_hull": quality.convex_hull,
             "tsp": quality.tsp,
-            "transduction": quality.transduction,
+            "transduction_short": quality.transduction,
+            "transduction_grefenstette": quality.transduction,
+            "transduction_deletang": quality.transduction,
         }
         config = configuration(args.quick)
         device = device_info()

@@ -339,70 +339,114 @@ def tsp(config, log):
     return rows
 
 
-def transduction(config, log):
-    """Coarse and fine accuracy on longer-than-trained sequences, per memory and seed.
+STRING_TASKS = {
+    "reversal": lambda s: s[::-1],
+    "copy": lambda s: s,
+    "duplicate": lambda s: s + s,
+}
 
-    Each model trains on sources of ``train_lengths`` and is tested on 200 sources of
-    ``test_lengths`` (all longer), as Grefenstette et al. (2015) train on 8-64 and test
-    on 65-128.
+
+def _numpy_strings(task, n_samples, low, high, rng):
+    """Plain NumPy draws of strings over {a, b}, independent of ``skptr.datasets``."""
+    lengths = rng.integers(low, high + 1, size=n_samples)
+    X = ["".join(rng.choice(["a", "b"], size=n)) for n in lengths]
+    return X, [STRING_TASKS[task](x) for x in X]
+
+
+def token_accuracy(y_true, y_pred):
+    """Mean share of target positions predicted right (Delétang et al. 2023).
+
+    Position ``i`` of a target counts as right when the prediction has the same token
+    at position ``i``; a prediction that stops early gets the missing positions wrong,
+    and tokens past the target's end are ignored.
+    """
+    return float(
+        np.mean(
+            [
+                sum(a == b for a, b in zip(t, p, strict=False)) / len(t)
+                for t, p in zip(y_true, y_pred, strict=True)
+            ]
+        )
+    )
+
+
+def transduction(config, log):
+    """Accuracy on longer-than-trained sequences, per task, memory, seed and test length.
+
+    One protocol per call: the estimator, with its defaults, trains on ``n_train``
+    sources of ``train_lengths`` and is tested on ``n_test`` sources of each range in
+    ``test_lengths`` (all longer). With ``data="numpy"`` the strings over {a, b} are
+    drawn with plain NumPy (tasks ``reversal``, ``copy``, ``duplicate``); with
+    ``data="make_transduction"`` they come from :func:`skptr.datasets.make_transduction`
+    with the vocabulary size of ``vocab_sizes``.
 
     Parameters
     ----------
     config : dict
-        ``tasks``, ``memories``, ``seeds``, ``train_lengths``, ``test_lengths``,
-        ``vocab_sizes`` (per task), ``n_train``, ``epochs``, ``hidden_size``.
+        ``protocol``, ``data``, ``tasks`` (task to list of memories), ``seeds``,
+        ``train_lengths``, ``test_lengths``, ``n_train``, ``n_test`` and, with
+        ``make_transduction`` data, ``vocab_sizes``; ``params`` (optional) overrides
+        estimator defaults.
     log : callable
         Progress printer.
 
     Returns
     -------
     list of dict
-        One row per task, memory and seed.
+        One row per task, memory and seed, with coarse, fine and per-token accuracy
+        per test range.
     """
     transducer = _transducer_class()
     rows = []
     low, high = config["train_lengths"]
-    test_low, test_high = config["test_lengths"]
-    for task in config["tasks"]:
+    params = config.get("params", {})
+
+    def draw(task, n_samples, lengths, seed):
+        if config["data"] == "numpy":
+            return _numpy_strings(task, n_samples, *lengths, np.random.default_rng(seed))
         vocab = config["vocab_sizes"][task]
-        for memory in config["memories"]:
+        return make_transduction(task, n_samples, *lengths, vocab_size=vocab, random_state=seed)
+
+    for task, memories in config["tasks"].items():
+        for memory in memories:
             for seed in config["seeds"]:
-                X, y = make_transduction(
-                    task, config["n_train"], low, high, vocab_size=vocab, random_state=seed
-                )
-                X_test, y_test = make_transduction(
-                    task, 200, test_low, test_high, vocab_size=vocab, random_state=1000 + seed
-                )
-                est = transducer(
-                    memory=memory,
-                    hidden_size=config["hidden_size"],
-                    epochs=config["epochs"],
-                    handle_unknown="ignore",
-                    random_state=seed,
-                )
-                with Stopwatch() as watch:
+                X, y = draw(task, config["n_train"], (low, high), 10_000 + seed)
+                est = transducer(memory=memory, random_state=seed, **params)
+                with Stopwatch() as fit_watch:
                     est.fit(X, y)
-                    prediction = est.predict(X_test)
+                tests = {}
+                with Stopwatch() as test_watch:
+                    for i, lengths in enumerate(config["test_lengths"]):
+                        X_test, y_test = draw(
+                            task, config["n_test"], lengths, 20_000 + 100 * seed + i
+                        )
+                        predicted = est.predict(X_test)
+                        tests[f"{lengths[0]}-{lengths[1]}"] = {
+                            "coarse": float(coarse_accuracy(y_test, predicted)),
+                            "fine": float(fine_accuracy(y_test, predicted)),
+                            "token": token_accuracy(y_test, predicted),
+                        }
                 row = {
+                    "protocol": config["protocol"],
                     "task": task,
                     "memory": "none" if memory is None else memory,
                     "seed": seed,
-                    "coarse": float(coarse_accuracy(y_test, prediction)),
-                    "fine": float(fine_accuracy(y_test, prediction)),
+                    "tests": tests,
+                    "init_scores": [float(x) for x in getattr(est, "init_scores_", [])],
+                    "snap_gates": bool(getattr(est, "snap_gates_", False)),
                     "final_loss": float(est.history_["loss"][-1]),
-                    "budget": _budget(
-                        config["n_train"],
-                        config["epochs"],
-                        config["hidden_size"],
-                        watch.elapsed,
-                        vocab_size=vocab,
-                        train_lengths=[low, high],
-                        test_lengths=[test_low, test_high],
-                    ),
+                    "fit_s": round(fit_watch.elapsed, 1),
+                    "test_s": round(test_watch.elapsed, 1),
+                    "train_lengths": [low, high],
+                    "n_train": config["n_train"],
+                    "data": config["data"],
                 }
+                summary = ", ".join(
+                    f"{k}: {v['coarse']:.2f}/{v['fine']:.2f}" for k, v in tests.items()
+                )
                 log(
-                    f"transduction {task} {row['memory']} seed {seed}: coarse "
-                    f"{row['coarse']:.2f}, fine {row['fine']:.2f} ({watch.elapsed:.0f} s)"
+                    f"{config['protocol']} {task} {row['memory']} seed {seed}: {summary} "
+                    f"(fit {fit_watch.elapsed:.0f} s, {len(row['init_scores']) or 1} init.)"
                 )
                 rows.append(row)
     return rows
