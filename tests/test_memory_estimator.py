@@ -3,6 +3,7 @@
 import pickle
 
 import joblib
+import keras
 import numpy as np
 import pytest
 from sklearn.base import clone
@@ -53,9 +54,12 @@ def test_unfitted_and_params():
 def test_auto_defaults_depend_on_the_memory():
     assert NeuralStackTransducer(memory="stack")._resolved_bptt_steps() == 0
     assert NeuralStackTransducer(memory=None)._resolved_bptt_steps() is None
-    assert NeuralStackTransducer(memory="queue")._resolved_gate_noise() == 1.0
-    assert NeuralStackTransducer(memory="stack")._resolved_gate_noise() == 0.0
-    assert NeuralStackTransducer(memory="deque")._resolved_gate_noise() == 0.0
+    for memory in ("stack", "queue", "deque"):
+        assert NeuralStackTransducer(memory=memory)._resolved_gate_noise() == 1.0
+    assert NeuralStackTransducer(memory="stack")._resolved_reset_cell_state()
+    assert not NeuralStackTransducer(memory=None)._resolved_reset_cell_state()
+    assert not NeuralStackTransducer(cell="gru")._resolved_reset_cell_state()
+    assert not NeuralStackTransducer(state_bptt_steps=3)._resolved_reset_cell_state()
     assert NeuralStackTransducer(memory="stack", gate_noise=0.5)._resolved_gate_noise() == 0.5
     with pytest.raises(ValueError, match="gate_noise"):
         NeuralStackTransducer(gate_noise=-1.0).fit(["ab"], ["ba"])
@@ -252,6 +256,40 @@ def test_single_initialisation_holds_nothing_out(reversal_data):
     assert tiny.fit(X[:9], y[:9]).init_scores_.shape == (0,)
     soft = NeuralStackTransducer(random_state=0, snap_gates=False, **{**SMALL, "n_init": 1})
     assert soft.fit(X, y).snap_gates_ is False
+
+
+class _NoiseScales(keras.callbacks.Callback):
+    def __init__(self):
+        super().__init__()
+        self.scales = []
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.scales.append(
+            float(keras.ops.convert_to_numpy(self.model.controller.gate_noise_scale))
+        )
+
+
+def test_gate_noise_starts_after_its_share_of_the_epochs(reversal_data):
+    X, y = reversal_data
+    recorder = _NoiseScales()
+    params = {**SMALL, "epochs": 5, "gate_noise_start": 0.5, "callbacks": [recorder]}
+    est = NeuralStackTransducer(random_state=0, warm_start=True, **params).fit(X, y)
+    assert recorder.scales == [0.0, 0.0, 0.0, 1.0, 1.0]  # from epoch ceil(2.5) = 3
+    est.fit(X, y)  # a warm start counts the epochs already trained
+    assert recorder.scales[5:] == [1.0] * 5
+    # With the noise never switched on, training is that of a noise-free network.
+    silent = NeuralStackTransducer(random_state=0, gate_noise_start=1.0, **SMALL).fit(X, y)
+    noise_free = NeuralStackTransducer(random_state=0, gate_noise=0.0, **SMALL).fit(X, y)
+    noisy = NeuralStackTransducer(random_state=0, gate_noise_start=0.0, **SMALL).fit(X, y)
+
+    def trained(est):  # the weights, without the noise scale
+        return [w for w in est.network_.get_weights() if w.shape != ()]
+
+    for a, b in zip(trained(silent), trained(noise_free), strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+    assert any(
+        np.abs(a - b).max() > 1e-4 for a, b in zip(trained(silent), trained(noisy), strict=True)
+    )
 
 
 def test_grid_search_on_strings():

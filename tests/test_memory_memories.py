@@ -265,12 +265,14 @@ def test_gate_noise_only_in_training():
     noisy.build((None, None, 2))
     quiet = MemoryController(4, memory="queue", memory_width=3)
     quiet.build((None, None, 2))
-    quiet.set_weights(noisy.get_weights())
+    quiet.set_weights(noisy.get_weights()[:-1])  # all but the noise scale
     inputs = np.random.RandomState(0).normal(size=(2, 5, 2)).astype("float32")
     expected = np.asarray(quiet(inputs, training=True))
     np.testing.assert_allclose(np.asarray(noisy(inputs)), expected, atol=1e-6)
     np.testing.assert_allclose(np.asarray(noisy(inputs, training=False)), expected, atol=1e-6)
     assert np.abs(np.asarray(noisy(inputs, training=True)) - expected).max() > 1e-3
+    noisy.gate_noise_scale.assign(0.0)  # a schedule switches the noise off
+    np.testing.assert_allclose(np.asarray(noisy(inputs, training=True)), expected, atol=1e-6)
     assert MemoryController.from_config(noisy.get_config()).gate_noise == 1.0
 
 

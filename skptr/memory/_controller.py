@@ -53,7 +53,9 @@ class MemoryController(keras.layers.Layer):
         learn long-range dependencies.
     gate_noise : float, default=0.0
         Standard deviation of the Gaussian noise added, in training only, to the push
-        and pop logits before their sigmoids.
+        and pop logits before their sigmoids. It is multiplied by the non-trainable
+        weight ``gate_noise_scale`` (1 at first), which a training schedule can set to
+        0 to switch the noise off.
     reset_cell_state : bool, default=False
         LSTM only: start every step from a zero cell state, so that the output ``h`` of
         the previous step is the controller's only recurrent state. A cell state that
@@ -151,6 +153,10 @@ class MemoryController(keras.layers.Layer):
             self.head_bias = self.add_weight(
                 name="head_bias", shape=(2 * k + self.read_size,), initializer=self._head_bias
             )
+            if self.seed_generator is not None:
+                self.gate_noise_scale = self.add_weight(
+                    name="gate_noise_scale", shape=(), initializer="ones", trainable=False
+                )
 
     def _gate_bias(self, shape, dtype=None):
         bias = ops.zeros(shape, dtype=dtype)
@@ -407,10 +413,10 @@ class MemoryController(keras.layers.Layer):
         if training and self.seed_generator is not None:
             noise = keras.random.normal(
                 (batch_size, n_steps, 2 * self.n_ends),
-                stddev=self.gate_noise,
                 dtype=self.compute_dtype,
                 seed=self.seed_generator,
             )
+            noise = noise * (self.gate_noise * ops.cast(self.gate_noise_scale, noise.dtype))
         _, outputs = self.run(
             state,
             inputs,

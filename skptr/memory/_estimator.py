@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from numbers import Integral, Real
 from typing import ClassVar
 
@@ -22,8 +23,9 @@ from ._network import GreedyDecoder, TransducerNetwork
 
 __all__ = ["NeuralStackTransducer"]
 
-# ``gate_noise="auto"``: training noise on the push and pop logits, per memory.
-_AUTO_GATE_NOISE = {"queue": 1.0}
+# ``gate_noise="auto"``: the standard deviation of the training noise on the push and
+# pop logits.
+_AUTO_GATE_NOISE = 1.0
 # With ``n_init > 1``, the share of the training samples held out to compare the
 # initialisations (rounded down: fits of fewer than 10 samples train one).
 _SELECTION_FRACTION = 0.1
@@ -72,13 +74,19 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         only with longer truncations, but then generalise less to longer inputs.
     gate_noise : float or "auto", default="auto"
         Standard deviation of Gaussian noise added to the push and pop logits in
-        training (never in ``predict``). Noisy strengths only carry information once
-        saturated, so the noise drives the controller to push and pop whole items.
-        Strengths slightly off 0 or 1 cost little on training lengths, but their
+        training (never in ``predict``), from the epoch set by ``gate_noise_start``.
+        Noisy strengths only carry information once saturated, so the noise drives the
+        controller to push and pop whole items, which is what lets ``snap_gates`` round
+        them. Strengths slightly off 0 or 1 cost little on training lengths, but their
         errors add up along longer inputs: a queue that pops a little more than it
-        pushed drifts further and further past the item it should read. ``"auto"``
-        is 1.0 for the queue and 0 for the stack and the deque (on the stack the
-        noise hinders learning, and its controllers saturate without it).
+        pushed drifts further and further past the item it should read. ``"auto"`` is
+        1.0.
+    gate_noise_start : float in [0, 1], default=0.6
+        Share of the epochs trained without gate noise before it is switched on. Noise
+        from the first epoch keeps some initialisations from learning the task at all;
+        switched on once the controller has learned it with soft strengths, it makes
+        them whole. A warm start adds the noise from the epoch this share of
+        ``epochs`` points to, counting the epochs of the earlier fits.
     reset_cell_state : bool or "auto", default="auto"
         LSTM controllers only: start every step from a zero cell state, so that the
         previous step's output is the controller's only recurrent state. With
@@ -204,6 +212,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
             None,
         ],
         "gate_noise": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
+        "gate_noise_start": [Interval(Real, 0, 1, closed="both")],
         "reset_cell_state": ["boolean", StrOptions({"auto"})],
         "snap_gates": ["boolean", StrOptions({"auto"})],
         "n_init": [Interval(Integral, 1, None, closed="left")],
@@ -223,6 +232,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         push_bias=0.0,
         state_bptt_steps="auto",
         gate_noise="auto",
+        gate_noise_start=0.6,
         reset_cell_state="auto",
         snap_gates="auto",
         n_init=4,
@@ -250,6 +260,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         self.push_bias = push_bias
         self.state_bptt_steps = state_bptt_steps
         self.gate_noise = gate_noise
+        self.gate_noise_start = gate_noise_start
         self.reset_cell_state = reset_cell_state
         self.snap_gates = snap_gates
         self.n_init = n_init
@@ -292,7 +303,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
 
     def _resolved_gate_noise(self):
         if self.gate_noise == "auto":
-            return _AUTO_GATE_NOISE.get(self.memory, 0.0)
+            return _AUTO_GATE_NOISE
         return float(self.gate_noise)
 
     def _resolved_reset_cell_state(self):
@@ -362,6 +373,14 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         candidate, candidate.snap_gates_ = best
         self.__dict__.update(candidate.__dict__)
         self.init_scores_ = np.array(scores)
+
+    def _fit_callbacks(self, has_validation):
+        callbacks = super()._fit_callbacks(has_validation)
+        if getattr(self.network_.controller, "gate_noise_scale", None) is not None:
+            epochs_done = len(self.history_.get("loss", []))
+            first_noisy = math.ceil(self.gate_noise_start * self.epochs) - epochs_done
+            callbacks.insert(0, _GateNoiseFrom(max(first_noisy, 0)))
+        return callbacks
 
     def _training_batches(self, data, batch_size, seed):
         return CurriculumBatches(data, batch_size, seed, curriculum=self.curriculum)
@@ -518,6 +537,18 @@ class NeuralStackTransducer(SequenceEstimatorBase):
                 f"max_steps={max_steps} (a trace holds a steps-by-steps strengths matrix); "
                 "trace a shorter input or pass a larger max_steps."
             )
+
+
+class _GateNoiseFrom(keras.callbacks.Callback):
+    """Switches the controller's gate noise off before epoch ``first_epoch``, on from it."""
+
+    def __init__(self, first_epoch):
+        super().__init__()
+        self.first_epoch = first_epoch
+
+    def on_epoch_begin(self, epoch, logs=None):
+        scale = 1.0 if epoch >= self.first_epoch else 0.0
+        self.model.controller.gate_noise_scale.assign(scale)
 
 
 @keras.saving.register_keras_serializable(package="skptr")
