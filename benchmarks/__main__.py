@@ -74,10 +74,7 @@ TRANSDUCTION_PROTOCOLS = {
     "transduction_deletang": {
         "protocol": "deletang",
         "data": "numpy",
-        "tasks": {
-            "reversal": ["stack", None],
-            "duplicate": ["queue", "deque", None],
-        },
+        "tasks": {"reversal": ["stack", None], "duplicate": ["queue"]},
         "seeds": SEEDS,
         "train_lengths": [1, 40],
         "test_lengths": [[41, 100], [101, 250], [251, 500]],
