@@ -54,8 +54,10 @@ print(X_long[0], "->", y_pred[0])
 # each step. Top: push and pop strengths. Bottom: the strength of every stack slot
 # after each step (slot ``t`` holds the vector pushed at step ``t``), so the stack grows
 # as a staircase while the source is read and is emptied from the top while the reverse
-# is written. A pop strength near 1 at every output step, rather than a half-pop, is
-# what lets the model work on any length.
+# is written. The strengths are those ``predict`` uses: rounded to exactly 0 or 1
+# (``snap_gates``), since the fit found that the controller predicts held-out samples as
+# well with whole pushes and pops (``est.snap_gates_``). A pop of 1 at every output
+# step, rather than a half-pop, is what lets the model work on any length.
 trace = est.memory_trace(["abcaabcbbacabc"])[0]
 print("output:", "".join(trace["output"]))
 fig = plot_memory_trace(trace)
