@@ -296,7 +296,9 @@ def test_grid_search_on_strings():
     X, y = make_transduction(
         "copy", n_samples=60, min_length=1, max_length=4, vocab_size=2, random_state=0
     )
-    search = GridSearchCV(NeuralStackTransducer(epochs=2), {"hidden_size": [16, 32]}, cv=2)
+    search = GridSearchCV(
+        NeuralStackTransducer(epochs=2, n_init=1), {"hidden_size": [16, 32]}, cv=2
+    )
     search.fit(X, y)
     assert search.best_params_["hidden_size"] in (16, 32)
     assert search.predict(X[:3]).shape == (3,)
