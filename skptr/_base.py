@@ -44,7 +44,7 @@ from sklearn.utils._param_validation import Interval, InvalidParameterError
 from sklearn.utils.validation import check_is_fitted
 
 from . import _backend
-from ._batches import ShuffledBatches
+from ._batches import ShuffledBatches, held_out_split
 from ._persistence import save as _save_estimator
 from ._random import SeedStream, draw_seed
 
@@ -318,8 +318,7 @@ class SequenceEstimatorBase(BaseEstimator):
             raise ValueError(
                 f"{type(self).__name__} requires y to be passed, but the target y is None."
             )
-        trial = object.__new__(type(self))
-        trial.__dict__.update(self.__dict__)
+        trial = self._shallow_copy()
         warm = self.warm_start and self._is_fitted()
         snapshot = _NetworkSnapshot(self.network_) if warm else None
         seeds = SeedStream(draw_seed(self.random_state))
@@ -400,8 +399,13 @@ class SequenceEstimatorBase(BaseEstimator):
                 f"{n_validation} of {n_samples} samples for validation; it needs at least "
                 "one sample on each side."
             )
-        order = np.random.default_rng(seed).permutation(n_samples)
-        return data.take(order[n_validation:]), data.take(order[:n_validation])
+        return held_out_split(data, n_validation, seed)
+
+    def _shallow_copy(self):
+        """A copy of the estimator sharing its attributes (a disposable fit trial)."""
+        copy = object.__new__(type(self))
+        copy.__dict__.update(self.__dict__)
+        return copy
 
     def _fit_callbacks(self, has_validation):
         callbacks = list(self.callbacks or [])

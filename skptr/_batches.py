@@ -8,7 +8,14 @@ from typing import NamedTuple
 import keras
 import numpy as np
 
-__all__ = ["ShuffledBatches", "TrainingData", "inference_rows", "power_of_two_at_least", "take"]
+__all__ = [
+    "ShuffledBatches",
+    "TrainingData",
+    "held_out_split",
+    "inference_rows",
+    "power_of_two_at_least",
+    "take",
+]
 
 
 class TrainingData(NamedTuple):
@@ -46,6 +53,12 @@ def take(data, indices):
     if isinstance(data, dict):
         return {key: value[indices] for key, value in data.items()}
     return data[indices]
+
+
+def held_out_split(data, n_held_out, seed):
+    """Split ``data`` at random into the rest and ``n_held_out`` held-out samples."""
+    order = np.random.default_rng(seed).permutation(len(data.lengths))
+    return data.take(order[n_held_out:]), data.take(order[:n_held_out])
 
 
 def power_of_two_at_least(n):

@@ -13,7 +13,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._backend import quiet_retracing
 from .._base import SequenceEstimatorBase
-from .._batches import inference_rows, power_of_two_at_least
+from .._batches import held_out_split, inference_rows, power_of_two_at_least
 from .._random import SeedStream
 from ..metrics import fine_accuracy
 from ._codec import TransducerCodec
@@ -338,14 +338,14 @@ class NeuralStackTransducer(SequenceEstimatorBase):
     def _fit_trial(self, X, y, warm, seeds):
         data = self._prepare_training_data(X, y, reset=not warm)
         n_held_out = int(_SELECTION_FRACTION * len(data.lengths))
+        snap = self.snap_gates in (True, "auto")
         if warm or self.n_init == 1 or n_held_out == 0:
             self._train(data, warm, seeds)
             if not warm:
-                self.snap_gates_ = self.snap_gates in (True, "auto")
+                self.snap_gates_ = snap
                 self.init_scores_ = np.empty(0)
             return
-        order = np.random.default_rng(seeds.next()).permutation(len(data.lengths))
-        training, held_out = data.take(order[n_held_out:]), data.take(order[:n_held_out])
+        training, held_out = held_out_split(data, n_held_out, seeds.next())
         codec = TransducerCodec.of(self)
         sources, targets = codec.training_pairs(held_out)
         targets = [tuple(t) for t in targets]
@@ -354,11 +354,9 @@ class NeuralStackTransducer(SequenceEstimatorBase):
             candidate.snap_gates_ = snap
             return fine_accuracy(targets, [tuple(p) for p in candidate._decode(codec, sources)])
 
-        snap = self.snap_gates in (True, "auto")
         best, best_score, scores = None, -1.0, []
         for _ in range(self.n_init):
-            candidate = object.__new__(type(self))
-            candidate.__dict__.update(self.__dict__)
+            candidate = self._shallow_copy()
             candidate._train(training, False, SeedStream(seeds.next()))
             scores.append(held_out_score(candidate, snap))
             if scores[-1] == 1.0:
