@@ -216,6 +216,7 @@ def transducer_speed(config, log):
                 est.network_ = est._build_network()
                 est._compile(config["fit_steps"], streams.shape[1])
                 est.network_.fit(streams, targets, batch_size=batch_size, epochs=1, verbose=0)
+            est.snap_gates_ = est.snap_gates in (True, "auto")  # as a fit of one initialisation
             est.predict(X_infer)  # traces the decoder
             fitted[memory] = (est, streams, targets, cold.elapsed)
         train = {memory: [] for memory in fitted}
