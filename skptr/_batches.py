@@ -14,6 +14,7 @@ __all__ = [
     "held_out_split",
     "inference_rows",
     "power_of_two_at_least",
+    "power_of_two_at_most",
     "take",
 ]
 
@@ -59,6 +60,11 @@ def held_out_split(data, n_held_out, seed):
     """Split ``data`` at random into the rest and ``n_held_out`` held-out samples."""
     order = np.random.default_rng(seed).permutation(len(data.lengths))
     return data.take(order[n_held_out:]), data.take(order[:n_held_out])
+
+
+def power_of_two_at_most(n):
+    """The largest power of two that is at most ``n`` (and at least 1)."""
+    return 1 << max(int(n).bit_length() - 1, 0)
 
 
 def power_of_two_at_least(n):

@@ -228,6 +228,25 @@ def _split_samples(X, name, what):
     return samples
 
 
+def _regular_numeric_array(X, dtype):
+    """``X`` as a valid (n_samples, n_steps, n_features) array of ``dtype``, when it is a
+    2-D or 3-D array of real numbers that passes every check of
+    :func:`check_numeric_sequence` as a whole; None otherwise (the sample-by-sample
+    checks then name the problem and the sample)."""
+    if not (isinstance(X, np.ndarray) and X.ndim in (2, 3) and X.dtype.kind in "biuf"):
+        return None
+    array = X if X.ndim == 3 else X[:, :, None]
+    if 0 in array.shape:
+        return None
+    if array.dtype.kind in "iu":
+        exact = 2 ** (np.finfo(dtype).nmant + 1)
+        if array.max() > exact or array.min() < -exact:
+            return None
+    with np.errstate(over="ignore"):
+        converted = array.astype(dtype)
+    return converted if np.isfinite(converted).all() else None
+
+
 def check_numeric_sequences(X, *, n_features=None, name="X", dtype=np.float32):
     """Validate numeric sequences and pad them into one array.
 
@@ -257,6 +276,10 @@ def check_numeric_sequences(X, *, n_features=None, name="X", dtype=np.float32):
     TypeError
         If ``X`` is not a collection of samples.
     """
+    regular = _regular_numeric_array(X, dtype)
+    if regular is not None:
+        if n_features is None or regular.shape[2] == n_features:
+            return PaddedSequences(regular, np.full(len(regular), regular.shape[1]))
     samples = _split_samples(X, name, "numeric sequences")
     arrays = []
     for index, sample in enumerate(samples):

@@ -53,6 +53,19 @@ def test_compile_policy_without_length_limit():
     assert policy.training_mode(True, 4, 3) == "graph"
 
 
+@pytest.mark.parametrize(
+    ("backend", "jit_inference", "n_rows", "jit"),
+    [
+        ("tensorflow", True, 1024, True),
+        ("tensorflow", True, 1023, False),
+        ("tensorflow", False, 100_000, False),
+        ("jax", True, 100_000, False),  # JAX's inference models are always jit-compiled
+    ],
+)
+def test_compile_policy_for_inference(backend, jit_inference, n_rows, jit):
+    assert COMPILE_POLICY[backend].inference_jit(jit_inference, n_rows) is jit
+
+
 def test_fit_compiles_as_the_policy_says():
     X = np.random.default_rng(0).random((40, 4))
     y = np.argsort(-X, axis=1)

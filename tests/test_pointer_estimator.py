@@ -81,6 +81,36 @@ def test_beam_search_is_at_least_as_likely_as_greedy(sorter, sorting_split):
     assert beam_ll.mean() >= greedy_ll.mean()
 
 
+@pytest.mark.parametrize(("decode", "beam_width"), [("greedy", 1), ("beam", 3)])
+def test_large_calls_decode_as_small_ones_do(sorter, decode, beam_width):
+    # 1,100 rows compile the decoder with XLA on TensorFlow; 100-row calls trace a graph.
+    est = clone(sorter).set_params(decode=decode, beam_width=beam_width)
+    est.__dict__.update({k: v for k, v in vars(sorter).items() if k.endswith("_")})
+    X = np.random.default_rng(5).integers(0, 10, size=(1100, 8)).astype(float)
+    whole = est.predict_proba(X)
+    pieces = np.concatenate([est.predict_proba(X[i : i + 100]) for i in range(0, 1100, 100)])
+    np.testing.assert_array_equal(whole.argmax(-1), pieces.argmax(-1))
+    np.testing.assert_allclose(whole, pieces, atol=1e-5)
+    orderings = np.concatenate([est.predict(X[i : i + 100]) for i in range(0, 1100, 100)])
+    np.testing.assert_array_equal(est.predict(X), orderings)
+
+
+@pytest.mark.parametrize(
+    ("params", "n_positions", "expected"),
+    [
+        ({}, 10, 2048),
+        ({"decode": "beam", "beam_width": 3}, 10, 512),
+        ({"decode": "beam", "beam_width": 5}, 10, 256),
+        ({}, 100, 1024),
+        ({}, 500, 128),
+        ({"batch_size": 4096}, 10, 4096),
+    ],
+)
+def test_decoding_batches_hold_about_2048_rows_within_memory(params, n_positions, expected):
+    est = PointerNetworkOrderer(**params)
+    assert est._decoder_batch_size(n_positions) == expected
+
+
 def test_pickle_and_joblib_round_trips_predict_identically(sorter, sorting_split, tmp_path):
     _, _, X_test, _ = sorting_split
     expected = sorter.predict_proba(X_test[:200])

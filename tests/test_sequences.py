@@ -173,3 +173,42 @@ def test_containers_follow_one_set_of_rules(check, what):
         check(np.arange(3), name="Z")
     with pytest.raises(ValueError, match="Z holds no samples"):
         check([], name="Z")
+
+
+@pytest.mark.parametrize(
+    "X",
+    [
+        np.arange(12.0).reshape(3, 4),
+        np.arange(24).reshape(2, 4, 3),
+        np.array([[True, False], [False, False]]),
+        np.array([[2**24, -(2**24)], [0, 1]], dtype=np.int64),
+    ],
+    ids=["2-D floats", "3-D integers", "booleans", "integers at float32's exact limit"],
+)
+def test_regular_arrays_are_read_as_their_samples_are(X):
+    whole = check_numeric_sequences(X)
+    one_by_one = check_numeric_sequences(list(X))
+    np.testing.assert_array_equal(whole.values, one_by_one.values)
+    np.testing.assert_array_equal(whole.lengths, one_by_one.lengths)
+    assert whole.values.dtype == np.float32
+    assert not np.shares_memory(whole.values, X)
+
+
+@pytest.mark.parametrize(
+    ("X", "message"),
+    [
+        (np.array([[1.0, 2.0], [2.0, np.nan]]), r"X\[1\] contains NaN or infinity"),
+        (np.array([[1.0, 2.0], [1e300, 0.0]]), r"X\[1\] holds 1e\+300 at step 0"),
+        (np.array([[0, 1], [2**24 + 1, 2**24]]), r"X\[1\] holds the distinct integers"),
+        (np.zeros((2, 0)), r"X\[0\] is an empty sequence"),
+        (np.zeros((2, 2, 0)), r"X\[0\] has zero features per step"),
+    ],
+)
+def test_bad_regular_arrays_are_rejected_naming_the_sample(X, message):
+    with pytest.raises(ValueError, match=message):
+        check_numeric_sequences(X)
+
+
+def test_regular_arrays_must_have_the_fitted_feature_count():
+    with pytest.raises(ValueError, match="X has 3 features per step, but the estimator"):
+        check_numeric_sequences(np.zeros((2, 4, 3)), n_features=2)

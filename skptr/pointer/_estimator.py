@@ -10,7 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._backend import quiet_retracing
 from .._base import SequenceEstimatorBase
-from .._batches import inference_rows
+from .._batches import inference_rows, power_of_two_at_most, take
 from .._sequences import check_orderings
 from ..metrics import position_accuracy
 from ._codec import PointerCodec
@@ -18,6 +18,12 @@ from ._decoding import PointerDecoder
 from ._layers import PointerNetwork, masked_pointer_crossentropy
 
 __all__ = ["PointerNetworkOrderer"]
+
+
+#: Decoded rows (samples times beams) per decoding batch, and the most numbers the
+#: step-by-step pointer distributions of one batch may hold.
+_DECODER_ROWS = 2048
+_DECODER_NUMBERS = 2**24
 
 
 class PointerNetworkOrderer(SequenceEstimatorBase):
@@ -96,6 +102,8 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
     >>> est.predict(X[:2]).shape
     (2, 5)
     """
+
+    _jit_inference = True
 
     _parameter_constraints: ClassVar[dict] = {
         **SequenceEstimatorBase._parameter_constraints,
@@ -184,23 +192,40 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         return masked_pointer_crossentropy
 
     # ------------------------------------------------------------- inference
+    def _decoder_batch_size(self, n_positions):
+        """Samples per decoding batch: about 2,048 decoded rows (beams included), as
+        long as the step-by-step pointer distributions of a batch stay within 2**24
+        numbers, and never fewer than ``batch_size``."""
+        beams = self.beam_width if self.decode == "beam" else 1
+        fitting = min(
+            _DECODER_ROWS // beams, _DECODER_NUMBERS // (beams * n_positions * (n_positions + 1))
+        )
+        return max(int(self.batch_size), power_of_two_at_most(fitting))
+
     def _sequences(self, X):
         self._check_fitted()
         return PointerCodec.of(self).sequences(X)
 
     def _run_decoder(self, sequences):
         """Orderings and distributions of validated sequences."""
+        batch_size = self._decoder_batch_size(sequences.max_length)
+        n_rows = inference_rows(sequences.n_samples, batch_size)
         decoder = self._inference_model(
             ("decoder", self.decode, self.beam_width),
             lambda network: PointerDecoder(
                 network, method=self.decode, beam_width=self.beam_width
             ),
+            n_rows,
         )
-        batch_size = self._predict_batch_size()
-        n_rows = inference_rows(sequences.n_samples, batch_size)
         inputs = PointerCodec.decoder_inputs(sequences, n_rows)
+        batches = []
         with quiet_retracing():
-            outputs = decoder.predict(inputs, batch_size=batch_size, verbose=0)
+            for start in range(0, n_rows, batch_size):
+                batch = take(inputs, slice(start, start + batch_size))
+                batches.append(decoder.predict_on_batch(batch))
+        outputs = {
+            key: np.concatenate([np.asarray(b[key]) for b in batches]) for key in batches[0]
+        }
         return PointerCodec.decode(outputs, sequences.n_samples)
 
     def predict(self, X):
