@@ -123,8 +123,8 @@ class ShuffledBatches:
         rounds = [self.random.permutation(admitted) for _ in range(-(-needed // len(admitted)))]
         self.order = np.concatenate(rounds)[:needed]
 
-    def batch(self, index):
-        """Inputs and targets of batch ``index`` of the current epoch.
+    def epoch_order(self):
+        """The samples of every batch of the current epoch, shape (n_batches, batch_size).
 
         Before the first epoch's order is drawn (Keras on JAX reads one batch to build
         the training step), the batches take the admitted samples in their stored
@@ -133,13 +133,12 @@ class ShuffledBatches:
         order = self.order
         if order is None:
             order = np.resize(self.admitted(), self.n_batches * self.batch_size)
-        members = order[index * self.batch_size : (index + 1) * self.batch_size]
-        return take(self.data.inputs, members), self.data.targets[members]
+        return order.reshape(self.n_batches, self.batch_size).astype(np.int64)
 
-    def epoch(self):
-        """Yield the batches of the current epoch."""
-        for index in range(self.n_batches):
-            yield self.batch(index)
+    def batch(self, index):
+        """Inputs and targets of batch ``index`` of the current epoch."""
+        members = self.epoch_order()[index]
+        return take(self.data.inputs, members), self.data.targets[members]
 
     def callbacks(self):
         """The Keras callbacks that drive the batches (reshuffling at each epoch)."""
@@ -176,16 +175,29 @@ class _EpochSource(keras.utils.PyDataset):
 
 
 def _tensorflow_dataset(batches):
-    """A ``tf.data.Dataset`` that asks ``batches`` for each batch when it is consumed.
+    """A ``tf.data.Dataset`` of the batches of each epoch, in the order drawn for it.
+
+    The order of an epoch is read once, when the epoch's iterator asks for its first
+    batch (after the epoch's callbacks drew it); each batch is then gathered from the
+    data inside TensorFlow's input pipeline, without a call back into Python per batch.
 
     TensorFlow-specific: Keras' own adapter for Python data prefetches batches in a
     background thread, which would read the next epoch's order before it is drawn.
     """
     import tensorflow as tf
 
-    def spec(array):
-        return tf.TensorSpec((batches.batch_size, *array.shape[1:]), tf.as_dtype(array.dtype))
+    arrays = tf.nest.map_structure(
+        tf.convert_to_tensor, (batches.data.inputs, batches.data.targets)
+    )
+    shape = (batches.n_batches, batches.batch_size)
 
-    signature = tf.nest.map_structure(spec, (batches.data.inputs, batches.data.targets))
-    dataset = tf.data.Dataset.from_generator(batches.epoch, output_signature=signature)
+    def epoch_order():
+        yield batches.epoch_order()
+
+    order = tf.data.Dataset.from_generator(
+        epoch_order, output_signature=tf.TensorSpec(shape, tf.int64)
+    )
+    dataset = order.unbatch().map(
+        lambda members: tf.nest.map_structure(lambda array: tf.gather(array, members), arrays)
+    )
     return dataset.apply(tf.data.experimental.assert_cardinality(batches.n_batches))

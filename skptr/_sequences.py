@@ -472,6 +472,43 @@ def check_ordering(
     return row
 
 
+def _padded_index_rows(rows):
+    """A list of 1-D integer arrays as one 2-D int64 array padded with -1, or None."""
+    if not rows or not all(
+        isinstance(row, np.ndarray) and row.ndim == 1 and row.dtype.kind in "iu" for row in rows
+    ):
+        return None
+    counts = np.fromiter((row.size for row in rows), dtype=np.int64, count=len(rows))
+    padded = np.full((len(rows), max(1, int(counts.max()))), -1, dtype=np.int64)
+    padded[np.arange(padded.shape[1])[None, :] < counts[:, None]] = np.concatenate(rows)
+    return padded
+
+
+def _regular_orderings(y, lengths, allow_empty, allow_repeats):
+    """:func:`check_orderings`' result for a 2-D integer array that passes every check as
+    a whole; None otherwise (the row-by-row checks then name the problem and the row).
+    A list of 1-D integer arrays is padded into one such array first."""
+    if isinstance(y, list | tuple):
+        y = _padded_index_rows(y)
+    if not (isinstance(y, np.ndarray) and y.ndim == 2 and y.dtype.kind in "iu"):
+        return None
+    if 0 in y.shape or (lengths is not None and len(y) != len(lengths)):
+        return None
+    rows = y.astype(np.int64)
+    padding = rows == -1
+    if np.any(padding[:, :-1] & ~padding[:, 1:]) or np.any(rows < -1):
+        return None
+    counts = rows.shape[1] - padding.sum(axis=1)
+    upper = np.iinfo(np.int32).max if lengths is None else np.asarray(lengths)[:, None]
+    if np.any(rows >= upper) or (not allow_empty and np.any(counts == 0)):
+        return None
+    if not allow_repeats:
+        ordered = np.sort(rows, axis=1)
+        if np.any((ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] >= 0)):
+            return None
+    return rows[:, : max(1, int(counts.max()))].astype(np.int32), counts
+
+
 def check_orderings(y, lengths=None, *, name="y", allow_empty=False, allow_repeats=False):
     """Validate orderings, against the lengths of their input sequences when given.
 
@@ -506,6 +543,9 @@ def check_orderings(y, lengths=None, *, name="y", allow_empty=False, allow_repea
     TypeError
         If ``y`` is not a collection of orderings.
     """
+    regular = _regular_orderings(y, lengths, allow_empty, allow_repeats)
+    if regular is not None:
+        return regular
     samples = _split_samples(y, name, "orderings")
     if lengths is not None and len(samples) != len(lengths):
         raise ValueError(

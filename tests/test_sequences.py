@@ -212,3 +212,41 @@ def test_bad_regular_arrays_are_rejected_naming_the_sample(X, message):
 def test_regular_arrays_must_have_the_fitted_feature_count():
     with pytest.raises(ValueError, match="X has 3 features per step, but the estimator"):
         check_numeric_sequences(np.zeros((2, 4, 3)), n_features=2)
+
+
+@pytest.mark.parametrize(
+    ("y", "lengths", "options"),
+    [
+        (np.array([[2, 0, 1], [1, -1, -1]]), np.array([3, 2]), {}),
+        (np.array([[3, 1, 0, 2], [0, 1, 2, 3]], dtype=np.uint16), np.array([4, 4]), {}),
+        (np.array([[0, -1], [-1, -1]]), None, {"allow_empty": True}),
+        (np.array([[1, 1], [0, 0]]), np.array([2, 2]), {"allow_repeats": True}),
+        (np.array([[5, 7], [9, 3]]), None, {}),
+        ([np.array([2, 0, 1]), np.array([1])], np.array([3, 2]), {}),
+        ([np.array([0, -1]), np.array([], dtype=int)], None, {"allow_empty": True}),
+    ],
+)
+def test_regular_ordering_arrays_are_read_as_their_rows_are(y, lengths, options):
+    whole = check_orderings(y, lengths, **options)
+    row_by_row = check_orderings([row.tolist() for row in y], lengths, **options)
+    for got, expected in zip(whole, row_by_row, strict=True):
+        np.testing.assert_array_equal(got, expected)
+        assert got.dtype == expected.dtype
+
+
+@pytest.mark.parametrize(
+    ("y", "message"),
+    [
+        (np.array([[0, 1, 2]]), r"X and y have different numbers of samples: 2 and 1"),
+        (np.array([[0, 1, 1], [0, 1, -1]]), r"y\[0\] repeats index 1"),
+        (np.array([[0, 1, 2], [0, 2, -1]]), r"y\[1\] holds index 2, outside the 2 positions"),
+        (np.array([[0, 1, -3], [0, 1, -1]]), r"y\[0\] holds index -3"),
+        (np.array([[0, 1, 2], [0, -1, 1]]), r"y\[1\] has -1 padding before its last index"),
+        (np.array([[0, 1, 2], [-1, -1, -1]]), r"y\[1\] is empty"),
+        ([np.array([0, 1, 2]), np.array([0, 2])], r"y\[1\] holds index 2, outside"),
+        ([np.array([0, 2, 2]), np.array([0, 1])], r"y\[0\] repeats index 2"),
+    ],
+)
+def test_bad_ordering_arrays_are_rejected_naming_the_row(y, message):
+    with pytest.raises(ValueError, match=message):
+        check_orderings(y, np.array([3, 2]))
