@@ -157,6 +157,31 @@ def test_same_random_state_gives_identical_predictions(tiny_data):
     assert not np.array_equal(other.predict_proba(X), expected)
 
 
+class _BatchRecorder(keras.callbacks.Callback):
+    def __init__(self):
+        super().__init__()
+        self.batches = []
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.batches.append(batch)
+
+
+def test_several_steps_per_call_unless_a_callback_watches_batches(tiny_data):
+    X, y = tiny_data  # 300 samples: 5 batches of 64 per epoch
+    several = {"tensorflow": 32, "jax": 1}[keras.backend.backend()]
+    plain = PointerNetworkOrderer(**{**SMALL, "epochs": 2}).fit(X, y)
+    assert plain.network_.steps_per_execution == several
+    recorder = _BatchRecorder()
+    watched = PointerNetworkOrderer(**{**SMALL, "epochs": 2, "callbacks": [recorder]}).fit(X, y)
+    assert watched.network_.steps_per_execution == 1
+    assert recorder.batches == [0, 1, 2, 3, 4] * 2
+    np.testing.assert_allclose(watched.predict_proba(X), plain.predict_proba(X), atol=1e-6)
+    recorder.batches.clear()
+    warm = plain.set_params(warm_start=True, callbacks=[recorder]).fit(X, y)
+    assert warm.network_.steps_per_execution == 1
+    assert recorder.batches == [0, 1, 2, 3, 4] * 2
+
+
 def test_fitting_does_not_touch_global_random_state(tiny_data):
     X, y = tiny_data
     np.random.seed(123)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import keras
 from keras import layers, ops
 
+from .._base import COMPILE_POLICY
 from .._random import SeedStream
 
 RECURRENT_LAYERS = {"lstm": layers.LSTM, "gru": layers.GRU, "rnn": layers.SimpleRNN}
@@ -37,6 +38,26 @@ def recurrent_layer(cell, units, seeds, **kwargs):
         seed=seeds.next(),
         **kwargs,
     )
+
+
+def run_recurrent(layer, inputs, **kwargs):
+    """Call a recurrent layer, or a ``Bidirectional`` pair, on ``inputs`` (n, T, ...).
+
+    Over a static length of at most the backend's ``unroll_steps`` (see
+    :data:`skptr._base.COMPILE_POLICY`) the time loop is unrolled.
+    """
+    n_steps = inputs.shape[1]
+    unroll = (
+        n_steps is not None and n_steps <= COMPILE_POLICY[keras.backend.backend()].unroll_steps
+    )
+    directions = (
+        (layer.forward_layer, layer.backward_layer)
+        if isinstance(layer, layers.Bidirectional)
+        else (layer,)
+    )
+    for direction in directions:
+        direction.unroll = unroll
+    return layer(inputs, **kwargs)
 
 
 def dense_layer(units, seeds, **kwargs):
@@ -134,7 +155,7 @@ class SequenceEncoder(layers.Layer):
         final_states = []
         n_states = STATES_PER_CELL[self.cell]
         for index, recurrent in enumerate(self.recurrent):
-            outputs = recurrent(hidden, mask=mask, training=training)
+            outputs = run_recurrent(recurrent, hidden, mask=mask, training=training)
             hidden, states = outputs[0], list(outputs[1:])
             if self.bidirectional:
                 states = [
@@ -388,7 +409,7 @@ class PointerNetwork(keras.Model):
         )
         hidden = self.decoder_inputs(keys, previous)
         for layer, layer_states in zip(self.decoder_layers, states, strict=True):
-            hidden = layer(hidden, initial_state=layer_states, training=training)
+            hidden = run_recurrent(layer, hidden, initial_state=layer_states, training=training)
         hidden = self.output_dropout(hidden, training=training)
         logits = self.attention.score(hidden, self.attention.prepare_keys(keys))
         chosen = ops.one_hot(ops.maximum(targets, 0), n_pointers) * ops.cast(
