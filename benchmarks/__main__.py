@@ -21,6 +21,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 SECTIONS = (
+    "pointer_vs_torch",
+    "pointer_budget",
     "pointer_speed",
     "transducer_speed",
     "sklearn_overhead",
@@ -99,6 +101,23 @@ def configuration(quick):
     """
     if quick:
         return {
+            "pointer_vs_torch": {
+                "n_train": 1024,
+                "n_infer": 1024,
+                "hidden_size": 128,
+                "batch_size": 128,
+                "torch_batch_size": 512,
+                "repeats": 1,
+            },
+            "pointer_budget": {
+                "tasks": ["hull10", "tsp10", "sort10"],
+                "seconds": 3,
+                "n_train": 512,
+                "n_test": 64,
+                "n_curve": 32,
+                "beam_width": 3,
+                "params": {},
+            },
             "pointer_speed": {
                 "tasks": ["sort8"],
                 "hidden_sizes": [128],
@@ -168,6 +187,23 @@ def configuration(quick):
             },
         }
     return {
+        "pointer_vs_torch": {
+            "n_train": 10240,
+            "n_infer": 4096,
+            "hidden_size": 128,
+            "batch_size": 128,
+            "torch_batch_size": 512,
+            "repeats": 5,
+        },
+        "pointer_budget": {
+            "tasks": ["hull10", "tsp10", "sort10"],
+            "seconds": 300,
+            "n_train": 100_000,
+            "n_test": 1000,
+            "n_curve": 300,
+            "beam_width": 3,
+            "params": {},
+        },
         "pointer_speed": {
             "tasks": ["sort8", "hull10", "tsp10"],
             "hidden_sizes": [128, 256],
@@ -261,9 +297,11 @@ def main(argv=None):
         print(f"[{time.perf_counter() - start:7.1f} s] {message}", flush=True)
 
     if not args.report_only:
-        from . import quality, speed
+        from . import budget, quality, speed
 
         runners = {
+            "pointer_vs_torch": budget.pointer_vs_torch,
+            "pointer_budget": budget.pointer_budget,
             "pointer_speed": speed.pointer_speed,
             "transducer_speed": speed.transducer_speed,
             "sklearn_overhead": speed.sklearn_overhead,

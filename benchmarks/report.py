@@ -10,6 +10,8 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
+import numpy as np
+
 from skptr._backend import SUPPORTED_BACKENDS
 
 from ._common import read_json
@@ -221,6 +223,98 @@ def _plot_sort8(curves, path):
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def _plot_budget(rows, path):
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(rows), figsize=(3.6 * len(rows), 3.4))
+    for ax, row in zip(np.atleast_1d(axes), rows, strict=True):
+        metric = "tour_ratio" if row["task"] == "tsp10" else "exact"
+        seconds = [point["seconds"] for point in row["curve"]]
+        ax.plot(seconds, [point[metric] for point in row["curve"]], marker="o")
+        ax.set_xlabel("training seconds (2 CPU cores)")
+        ax.set_title(f"{row['task']}: {'tour / optimal' if metric == 'tour_ratio' else metric}")
+        ax.grid(alpha=0.3)
+    fig.suptitle("Pointer network, defaults: greedy decoding against training time")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _torch_blocks(section):
+    row = section["results"][0]
+    commit = section["device"].get("skptr_commit", "?")
+    blocks = [heading(f"Pointer network against PyTorch ({row['backend']})", 2)]
+    if row.get("torch") is None:
+        return [*blocks, para("PyTorch was not installed in this run: no reference rows.")]
+    blocks.append(
+        para(
+            f"Convex hulls of 10 points, one-layer unidirectional LSTM encoder and decoder "
+            f"of {row['hidden_size']} units, batch {row['batch_size']}, skptr at {commit} on "
+            f"{row['backend']}; the reference is `benchmarks/_torch_reference.py` "
+            f"(PyTorch {row['torch']}, {row['torch_threads']} threads), the same network "
+            "written as public PyTorch pointer networks are: fused `nn.LSTM` calls for "
+            "training, a Python loop of batched calls over output steps for decoding "
+            f"(batch 512). Training: `est.fit` of one epoch of {row['n_train']:,} sequences "
+            f"against the reference's epoch; decoding: `est.predict` of {row['n_infer']:,} "
+            "sequences. Median of interleaved repeats."
+        )
+    )
+    rows = []
+    for name, label in (
+        ("train", "training"),
+        ("greedy", "greedy decoding"),
+        ("beam3", "beam search, width 3"),
+    ):
+        rows.append(
+            [
+                label,
+                _fmt(row[f"{name}_seq_per_s"]),
+                _fmt(row[f"torch_{name}_seq_per_s"]),
+                f"x{row[f'{name}_ratio']:.2f}",
+            ]
+        )
+    blocks.append(table(["sequences / s", "skptr", "PyTorch reference", "ratio"], rows))
+    return blocks
+
+
+def _budget_blocks(section):
+    rows = section["results"]
+    commit = section["device"].get("skptr_commit", "?")
+    blocks = [heading("Pointer network after 300 s of training", 2)]
+    blocks.append(
+        para(
+            f"The default `PointerNetworkOrderer` (skptr at {commit}, "
+            f"{rows[0]['backend']}, `random_state=0`) trains one epoch per `fit` call "
+            "(`warm_start=True`) on a pool of training instances from `skptr.datasets` "
+            "until the training time reaches the budget; the test instances are drawn "
+            "with NumPy and labelled by the benchmark (SciPy's hull, exact Held-Karp "
+            "tours, `argsort`). Evaluation time is not counted."
+        )
+    )
+    table_rows = []
+    for row in rows:
+        metric = "tour_ratio" if row["task"] == "tsp10" else "exact"
+        beam = next(k for k in row if k.startswith("beam") and not k.endswith("instance"))
+        table_rows.append(
+            [
+                row["task"],
+                f"{row['seconds']:.0f} s, {row['epochs']} epochs of {row['n_train']:,}",
+                metric.replace("_", " "),
+                f"{row['greedy'][metric]:.3f}",
+                f"{row[beam][metric]:.3f}",
+                f"{row['greedy_ms_per_instance']:.3f} / {row[beam + '_ms_per_instance']:.3f}",
+            ]
+        )
+    blocks.append(
+        table(
+            ["task", "training", "metric", "greedy", "beam 3", "ms per instance (greedy / beam)"],
+            table_rows,
+        )
+    )
+    blocks.append(figure("pointer_budget.png", "accuracy against training seconds"))
+    return blocks
 
 
 # ------------------------------------------------------------------------ report
@@ -442,7 +536,9 @@ def build_blocks(data, run):
             "instead. `--backend jax` measures on Keras' JAX backend and writes "
             "`SECTION.jax.json`; the speed tables show the rows of both backends (`make "
             "bench` runs the speed sections on both). A GPU is used automatically when the "
-            "backend sees one, and the device is recorded with the results."
+            "backend sees one, and the device is recorded with the results. The PyTorch "
+            "reference of `pointer_vs_torch` runs when PyTorch is installed in the same "
+            "environment (`pip install torch`); skptr does not depend on it."
         )
     )
     sections = run.get("sections", {})
@@ -496,6 +592,11 @@ def build_blocks(data, run):
         )
         blocks.append(table(["measurement", "TensorFlow", "JAX", "JAX / TF"], comparison))
 
+    for section in ("pointer_vs_torch", "pointer_vs_torch.jax"):
+        if section in data:
+            blocks += _torch_blocks(data[section])
+    if "pointer_budget" in data:
+        blocks += _budget_blocks(data["pointer_budget"])
     if "pointer_speed" in data:
         rows = _speed_rows(data, "pointer_speed")
         blocks.append(heading("Pointer network speed", 2))
@@ -755,6 +856,9 @@ def write_report(output, docs=False):
     output = Path(output)
     data, run = _load(output)
     written = []
+    if "pointer_budget" in data:
+        _plot_budget(data["pointer_budget"]["results"], output / "pointer_budget.png")
+        written.append(output / "pointer_budget.png")
     if "pointer_speed" in data:
         _plot_pointer_speed(_speed_rows(data, "pointer_speed"), output / "pointer_speed.png")
         written.append(output / "pointer_speed.png")

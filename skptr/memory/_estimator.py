@@ -149,7 +149,9 @@ class NeuralStackTransducer(SequenceEstimatorBase):
     warm_start : bool, default=False
         Continue training the existing network on the next ``fit``.
     callbacks : list of keras.callbacks.Callback, default=None
-        Extra Keras callbacks for training.
+        Extra Keras callbacks for training. On TensorFlow, training runs 32 steps per
+        call into the compiled function unless one of these callbacks has per-batch
+        hooks (``on_train_batch_end`` ...), which then see every batch.
 
     Attributes
     ----------

@@ -1,0 +1,232 @@
+"""The pointer network against a PyTorch pointer network, and what it reaches in 300 s.
+
+``pointer_vs_torch`` times skptr and :class:`~benchmarks._torch_reference.
+TorchPointerReference` side by side in one process, at one size (convex hulls of 10
+points, one-layer unidirectional LSTMs of 128 units, batch 128), interleaving their
+repeats so that a load spike hits both sides of a ratio. ``pointer_budget`` trains the
+default estimator for a fixed number of seconds of training time per task and records
+accuracy against those seconds; test sets are drawn with plain NumPy and labelled here
+(SciPy's hull, exact Held-Karp tours, ``argsort``), not by :mod:`skptr.datasets`.
+"""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+from scipy.spatial import ConvexHull
+
+from skptr import PointerNetworkOrderer
+from skptr.datasets import make_convex_hull, make_sorting, make_tsp, solve_tsp_exact
+from skptr.metrics import sequence_accuracy, tour_length
+
+from ._common import Stopwatch, check, median_rate
+from ._torch_reference import TorchPointerReference, torch_available
+
+__all__ = ["pointer_budget", "pointer_vs_torch"]
+
+
+def _skptr_and_torch(config, X, y):
+    est = PointerNetworkOrderer(
+        hidden_size=config["hidden_size"],
+        bidirectional=False,
+        batch_size=config["batch_size"],
+        epochs=1,
+        warm_start=True,
+        random_state=0,
+    )
+    est.fit(X, y)  # builds and traces the training step
+    inputs, targets, _ = est._prepare_training_data(X, y, reset=False)
+    reference = None
+    if torch_available():
+        reference = TorchPointerReference(
+            est.n_features_in_,
+            config["hidden_size"],
+            est.learning_rate,
+            allow_end=est.ordered_subsets_,
+            decoder_loop=config.get("torch_decoder_loop", False),
+        )
+        reference.fit_epoch(inputs, targets, config["batch_size"])
+    return est, reference, inputs, targets
+
+
+def pointer_vs_torch(config, log):
+    """Training and decoding throughput of skptr and of a PyTorch pointer network.
+
+    Parameters
+    ----------
+    config : dict
+        ``n_train`` (sequences per timed epoch), ``n_infer``, ``hidden_size``,
+        ``batch_size``, ``torch_batch_size`` (decoding batch of the reference),
+        ``repeats``.
+    log : callable
+        Progress printer.
+
+    Returns
+    -------
+    list of dict
+        One row: sequences per second of each side and their ratios.
+    """
+    X, y = make_convex_hull(config["n_train"], n_points=10, random_state=0)
+    X_infer = X[: config["n_infer"]]
+    est, reference, inputs, targets = _skptr_and_torch(config, X, y)
+    infer_inputs = {key: inputs[key][: len(X_infer)] for key in ("values", "lengths")}
+    decoders = {"greedy": ("greedy", 1), "beam3": ("beam", 3)}
+    for method, width in decoders.values():
+        est.set_params(decode=method, beam_width=width)
+        est.predict(X_infer)
+    seconds = {name: [] for name in ("train", *decoders)}
+    torch_seconds = {name: [] for name in seconds}
+    for _ in range(config["repeats"]):
+        with Stopwatch() as watch:
+            est.fit(X, y)
+        seconds["train"].append(watch.elapsed)
+        if reference is not None:
+            with Stopwatch() as watch:
+                reference.fit_epoch(inputs, targets, config["batch_size"])
+            torch_seconds["train"].append(watch.elapsed)
+        for name, (method, width) in decoders.items():
+            est.set_params(decode=method, beam_width=width)
+            with Stopwatch() as watch:
+                prediction = est.predict(X_infer)
+            seconds[name].append(watch.elapsed)
+            if reference is not None:
+                with Stopwatch() as watch:
+                    reference_prediction = reference.decode(
+                        infer_inputs, config["torch_batch_size"], width
+                    )
+                torch_seconds[name].append(watch.elapsed)
+                check(
+                    reference_prediction.shape == (len(X_infer), 10),
+                    f"reference decoded {reference_prediction.shape}",
+                )
+        check(len(prediction) == len(X_infer), f"predict returned {len(prediction)} rows")
+    counts = {"train": len(X), "greedy": len(X_infer), "beam3": len(X_infer)}
+    row = {
+        "backend": keras.backend.backend(),
+        "task": "hull10",
+        "hidden_size": config["hidden_size"],
+        "batch_size": config["batch_size"],
+        "n_train": len(X),
+        "n_infer": len(X_infer),
+        "torch": None if reference is None else reference.torch.__version__,
+        "torch_threads": None if reference is None else reference.torch.get_num_threads(),
+        "torch_decoder_loop": config.get("torch_decoder_loop", False),
+        "seconds": seconds,
+        "torch_seconds": torch_seconds,
+    }
+    for name, count in counts.items():
+        row[f"{name}_seq_per_s"] = median_rate(count, seconds[name])
+        if reference is not None:
+            row[f"torch_{name}_seq_per_s"] = median_rate(count, torch_seconds[name])
+            row[f"{name}_ratio"] = row[f"{name}_seq_per_s"] / row[f"torch_{name}_seq_per_s"]
+    log(
+        "hull10 h={hidden_size}: ".format(**config)
+        + ", ".join(
+            f"{name} {row[f'{name}_seq_per_s']:.0f} seq/s"
+            + (
+                f" (torch {row[f'torch_{name}_seq_per_s']:.0f}, x{row[f'{name}_ratio']:.2f})"
+                if reference is not None
+                else ""
+            )
+            for name in counts
+        )
+    )
+    return [row]
+
+
+# ----------------------------------------------------------------- 300-s budget
+def _hull_labels(points):
+    """Hull vertices counter-clockwise from the lowest index (Vinyals et al.'s format)."""
+    vertices = ConvexHull(points).vertices  # counter-clockwise in 2-D
+    start = int(np.argmin(vertices))
+    return np.roll(vertices, -start)
+
+
+def _numpy_task(task, n_samples, seed):
+    """Test instances drawn with NumPy and labelled here, with the score to report."""
+    rng = np.random.default_rng(seed)
+    if task == "hull10":
+        X = rng.random((n_samples, 10, 2))
+        y = [_hull_labels(points) for points in X]
+    elif task == "tsp10":
+        X = rng.random((n_samples, 10, 2))
+        y = [solve_tsp_exact(points) for points in X]
+    else:
+        X = rng.random((n_samples, 10))
+        y = np.argsort(X, axis=1, kind="stable")
+    return X, y
+
+
+def _training_pool(task, n_samples):
+    if task == "hull10":
+        return make_convex_hull(n_samples, n_points=10, random_state=1)
+    if task == "tsp10":
+        return make_tsp(n_samples, n_cities=10, random_state=1)
+    return make_sorting(n_samples, 10, kind="float", descending=False, random_state=1)
+
+
+def _scores(task, X, y, prediction):
+    if task == "tsp10":
+        optimal = tour_length(X, y).mean()
+        return {"tour_ratio": float(tour_length(X, prediction).mean() / optimal)}
+    return {"exact": float(sequence_accuracy(y, prediction))}
+
+
+def pointer_budget(config, log):
+    """Accuracy of the default pointer network after a budget of training seconds.
+
+    The estimator (defaults, ``random_state=0``) trains one epoch per ``fit`` call with
+    ``warm_start=True`` until ``seconds`` of training time have passed; after every
+    epoch, greedy decoding of ``n_curve`` test instances is scored outside the clock.
+    At the end, greedy and beam-search decoding are scored on all ``n_test``.
+
+    Parameters
+    ----------
+    config : dict
+        ``tasks``, ``seconds``, ``n_train``, ``n_test``, ``n_curve``, ``beam_width``,
+        ``params`` (hyperparameters other than the defaults).
+    log : callable
+        Progress printer.
+
+    Returns
+    -------
+    list of dict
+        One row per task, with its curve.
+    """
+    rows = []
+    for task in config["tasks"]:
+        X, y = _training_pool(task, config["n_train"])
+        X_test, y_test = _numpy_task(task, config["n_test"], seed=1000)
+        curve_X, curve_y = X_test[: config["n_curve"]], y_test[: config["n_curve"]]
+        est = PointerNetworkOrderer(**config["params"], epochs=1, warm_start=True, random_state=0)
+        trained, curve = 0.0, []
+        while trained < config["seconds"]:
+            with Stopwatch() as watch:
+                est.fit(X, y)
+            trained += watch.elapsed
+            point = {"seconds": trained, "epoch": est.n_iter_}
+            point.update(_scores(task, curve_X, curve_y, est.predict(curve_X)))
+            curve.append(point)
+        row = {
+            "task": task,
+            "backend": keras.backend.backend(),
+            "seconds": trained,
+            "epochs": est.n_iter_,
+            "n_train": len(X),
+            "n_test": len(X_test),
+            "params": config["params"],
+            "curve": curve,
+        }
+        for method, width in (("greedy", 1), ("beam", config["beam_width"])):
+            est.set_params(decode=method, beam_width=width)
+            with Stopwatch() as watch:
+                prediction = est.predict(X_test)
+            name = "greedy" if method == "greedy" else f"beam{width}"
+            row[name] = _scores(task, X_test, y_test, prediction)
+            row[f"{name}_ms_per_instance"] = 1000 * watch.elapsed / len(X_test)
+        log(
+            f"{task} after {trained:.0f} s ({est.n_iter_} epochs): greedy {row['greedy']}, "
+            f"beam {row['beam' + str(config['beam_width'])]}"
+        )
+        rows.append(row)
+    return rows
