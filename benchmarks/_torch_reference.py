@@ -11,15 +11,19 @@ loop over output steps in Python, one batched PyTorch call per step, which is ho
 public implementations decode.
 
 PyTorch is optional: :func:`torch_available` says whether it can be imported.
+:class:`TorchProcess` runs the reference in a process of its own, so that PyTorch's and
+the Keras backend's thread pools never share a process.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import multiprocessing
+import time
 
 import numpy as np
 
-__all__ = ["TorchPointerReference", "torch_available"]
+__all__ = ["TorchPointerReference", "TorchProcess", "torch_available"]
 
 NEGATIVE_LOGIT = -1e9
 
@@ -218,3 +222,56 @@ class TorchPointerReference:
             used = chosen[:, :n_steps].sum(-1)
             finished = finished | (running & ((choice == n_steps) | (used >= lengths)))
         return orderings.reshape(n_samples, beam_width, n_steps)[:, 0]
+
+
+#: Seconds the worker stays idle after each call before it answers, so that its OpenMP
+#: threads, which spin for a while after their work, have stopped when the other side's
+#: timed call starts.
+SETTLE_SECONDS = 0.5
+
+
+def _serve(connection, options):
+    import torch
+
+    reference = TorchPointerReference(**options)
+    connection.send({"torch": torch.__version__, "threads": torch.get_num_threads()})
+    while (request := connection.recv()) is not None:
+        method, args = request
+        start = time.perf_counter()
+        result = getattr(reference, method)(*args)
+        elapsed = time.perf_counter() - start
+        time.sleep(SETTLE_SECONDS)
+        connection.send((result, elapsed))
+
+
+class TorchProcess:
+    """A :class:`TorchPointerReference` served by a spawned process.
+
+    Parameters
+    ----------
+    **options
+        Passed to :class:`TorchPointerReference`.
+
+    Attributes
+    ----------
+    versions : dict
+        PyTorch's version and its number of threads in the worker.
+    """
+
+    def __init__(self, **options):
+        context = multiprocessing.get_context("spawn")
+        self._connection, child = context.Pipe()
+        self._process = context.Process(target=_serve, args=(child, options), daemon=True)
+        self._process.start()
+        self.versions = self._connection.recv()
+
+    def call(self, method, *args):
+        """Run ``method`` of the reference; return its result and its seconds in the
+        worker (transfers excluded)."""
+        self._connection.send((method, args))
+        return self._connection.recv()
+
+    def close(self):
+        """Stop the worker."""
+        self._connection.send(None)
+        self._process.join(timeout=30)

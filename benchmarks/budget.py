@@ -1,12 +1,14 @@
 """The pointer network against a PyTorch pointer network, and what it reaches in 300 s.
 
 ``pointer_vs_torch`` times skptr and :class:`~benchmarks._torch_reference.
-TorchPointerReference` side by side in one process, at one size (convex hulls of 10
-points, one-layer unidirectional LSTMs of 128 units, batch 128), interleaving their
-repeats so that a load spike hits both sides of a ratio. ``pointer_budget`` trains the
-default estimator for a fixed number of seconds of training time per task and records
-accuracy against those seconds; test sets are drawn with plain NumPy and labelled here
-(SciPy's hull, exact Held-Karp tours, ``argsort``), not by :mod:`skptr.datasets`.
+TorchPointerReference` side by side at one size (convex hulls of 10 points, one-layer
+unidirectional LSTMs of 128 units, batch 128), interleaving their repeats so that a load
+spike hits both sides of a ratio; the reference runs in a process of its own (in one
+process, the two libraries' thread pools slowed both sides by a third or more).
+``pointer_budget`` trains the default estimator for a fixed number of seconds of
+training time per task and records accuracy against those seconds; test sets are drawn
+with plain NumPy and labelled here (SciPy's hull, exact Held-Karp tours, ``argsort``),
+not by :mod:`skptr.datasets`.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from skptr.datasets import make_convex_hull, make_sorting, make_tsp, solve_tsp_e
 from skptr.metrics import sequence_accuracy, tour_length
 
 from ._common import Stopwatch, check, median_rate
-from ._torch_reference import TorchPointerReference, torch_available
+from ._torch_reference import TorchProcess, torch_available
 
 __all__ = ["pointer_budget", "pointer_vs_torch"]
 
@@ -38,14 +40,14 @@ def _skptr_and_torch(config, X, y):
     inputs, targets, _ = est._prepare_training_data(X, y, reset=False)
     reference = None
     if torch_available():
-        reference = TorchPointerReference(
-            est.n_features_in_,
-            config["hidden_size"],
-            est.learning_rate,
+        reference = TorchProcess(
+            n_features=est.n_features_in_,
+            hidden_size=config["hidden_size"],
+            learning_rate=est.learning_rate,
             allow_end=est.ordered_subsets_,
             decoder_loop=config.get("torch_decoder_loop", False),
         )
-        reference.fit_epoch(inputs, targets, config["batch_size"])
+        reference.call("fit_epoch", inputs, targets, config["batch_size"])
     return est, reference, inputs, targets
 
 
@@ -81,25 +83,25 @@ def pointer_vs_torch(config, log):
             est.fit(X, y)
         seconds["train"].append(watch.elapsed)
         if reference is not None:
-            with Stopwatch() as watch:
-                reference.fit_epoch(inputs, targets, config["batch_size"])
-            torch_seconds["train"].append(watch.elapsed)
+            _, elapsed = reference.call("fit_epoch", inputs, targets, config["batch_size"])
+            torch_seconds["train"].append(elapsed)
         for name, (method, width) in decoders.items():
             est.set_params(decode=method, beam_width=width)
             with Stopwatch() as watch:
                 prediction = est.predict(X_infer)
             seconds[name].append(watch.elapsed)
             if reference is not None:
-                with Stopwatch() as watch:
-                    reference_prediction = reference.decode(
-                        infer_inputs, config["torch_batch_size"], width
-                    )
-                torch_seconds[name].append(watch.elapsed)
+                reference_prediction, elapsed = reference.call(
+                    "decode", infer_inputs, config["torch_batch_size"], width
+                )
+                torch_seconds[name].append(elapsed)
                 check(
                     reference_prediction.shape == (len(X_infer), 10),
                     f"reference decoded {reference_prediction.shape}",
                 )
         check(len(prediction) == len(X_infer), f"predict returned {len(prediction)} rows")
+    if reference is not None:
+        reference.close()
     counts = {"train": len(X), "greedy": len(X_infer), "beam3": len(X_infer)}
     row = {
         "backend": keras.backend.backend(),
@@ -108,8 +110,8 @@ def pointer_vs_torch(config, log):
         "batch_size": config["batch_size"],
         "n_train": len(X),
         "n_infer": len(X_infer),
-        "torch": None if reference is None else reference.torch.__version__,
-        "torch_threads": None if reference is None else reference.torch.get_num_threads(),
+        "torch": None if reference is None else reference.versions["torch"],
+        "torch_threads": None if reference is None else reference.versions["threads"],
         "torch_decoder_loop": config.get("torch_decoder_loop", False),
         "seconds": seconds,
         "torch_seconds": torch_seconds,
