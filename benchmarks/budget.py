@@ -221,6 +221,7 @@ def pointer_budget(config, log):
         }
         for method, width in (("greedy", 1), ("beam", config["beam_width"])):
             est.set_params(decode=method, beam_width=width)
+            est.predict(X_test)  # compiles the decoder for this shape
             with Stopwatch() as watch:
                 prediction = est.predict(X_test)
             name = "greedy" if method == "greedy" else f"beam{width}"
