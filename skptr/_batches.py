@@ -133,7 +133,7 @@ class ShuffledBatches:
         order = self.order
         if order is None:
             order = np.resize(self.admitted(), self.n_batches * self.batch_size)
-        return order.reshape(self.n_batches, self.batch_size).astype(np.int64)
+        return order.reshape(self.n_batches, self.batch_size).astype(np.int64, copy=False)
 
     def batch(self, index):
         """Inputs and targets of batch ``index`` of the current epoch."""

@@ -94,11 +94,18 @@ def _as_numeric_array(sample, label):
     return array
 
 
+def _exact_integers(array, dtype):
+    """Whether every integer of ``array`` is exact in the float ``dtype`` (within
+    +-2**24 for float32)."""
+    limit = 2 ** (np.finfo(dtype).nmant + 1)
+    return bool(array.max() <= limit and array.min() >= -limit)
+
+
 def _check_integers_stay_distinct(array, label, dtype):
     """Refuse integers that become equal once converted to the float ``dtype``."""
-    exact_bits = np.finfo(dtype).nmant + 1  # integers up to 2**24 are exact in float32
-    if array.max() <= 2**exact_bits and array.min() >= -(2**exact_bits):
+    if _exact_integers(array, dtype):
         return
+    exact_bits = np.finfo(dtype).nmant + 1
     distinct = np.unique(array)
     rounded = distinct.astype(dtype)
     collapsed = np.flatnonzero(rounded[1:] == rounded[:-1])
@@ -238,10 +245,8 @@ def _regular_numeric_array(X, dtype):
     array = X if X.ndim == 3 else X[:, :, None]
     if 0 in array.shape:
         return None
-    if array.dtype.kind in "iu":
-        exact = 2 ** (np.finfo(dtype).nmant + 1)
-        if array.max() > exact or array.min() < -exact:
-            return None
+    if array.dtype.kind in "iu" and not _exact_integers(array, dtype):
+        return None
     with np.errstate(over="ignore"):
         converted = array.astype(dtype)
     return converted if np.isfinite(converted).all() else None
