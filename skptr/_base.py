@@ -396,7 +396,7 @@ class SequenceEstimatorBase(BaseEstimator):
         """
         self._train(self._prepare_training_data(X, y, reset=not warm), warm, seeds)
 
-    def _train(self, data, warm, seeds):
+    def _train(self, data, warm, seeds, callbacks=()):
         """Train ``self``'s network (a new one unless ``warm``) on encoded ``data``.
 
         Parameters
@@ -408,6 +408,9 @@ class SequenceEstimatorBase(BaseEstimator):
         seeds : SeedStream
             The fit's seeds: the network, the validation split and the batches each
             take the next one.
+        callbacks : sequence of keras.callbacks.Callback, default=()
+            Callbacks of the estimator's own for this training only, run after the
+            others.
         """
         network_seed, split_seed, batches_seed = seeds.next(), seeds.next(), seeds.next()
         if warm:
@@ -424,7 +427,11 @@ class SequenceEstimatorBase(BaseEstimator):
             batches.dataset(),
             epochs=self.epochs,
             validation_data=None if validation is None else validation[:2],
-            callbacks=[*batches.callbacks(), *self._fit_callbacks(validation is not None)],
+            callbacks=[
+                *batches.callbacks(),
+                *self._fit_callbacks(validation is not None),
+                *callbacks,
+            ],
             shuffle=False,
             verbose=min(int(self.verbose), 2),
         )

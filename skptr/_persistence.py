@@ -338,7 +338,7 @@ def _is_scores(value):
         isinstance(value, np.ndarray)
         and value.dtype.kind == "f"
         and value.ndim == 1
-        and bool(np.all((value >= 0) & (value <= 1)))
+        and bool(np.all(np.isnan(value) | ((value >= 0) & (value <= 1))))
     )
 
 
@@ -362,7 +362,7 @@ STATE_SCHEMAS = {
         "_max_target_ratio": _Rule("a finite number >= 0", _is_finite_non_negative),
         "history_": _HISTORY,
         "n_iter_": _int_at_least(0),
-        "init_scores_": _Rule("a 1-D float array of scores in [0, 1]", _is_scores),
+        "init_scores_": _Rule("a 1-D float array of scores in [0, 1] or NaN", _is_scores),
         "snap_gates_": _Rule("a bool", lambda value: type(value) is bool),
     },
 }

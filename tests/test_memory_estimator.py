@@ -204,8 +204,8 @@ def _scripted_selection(monkeypatch, scores, **params):
     trained = []
     train = NeuralStackTransducer._train
 
-    def recording_train(self, *args):
-        train(self, *args)
+    def recording_train(self, *args, **kwargs):
+        train(self, *args, **kwargs)
         trained.append(self.network_)
 
     monkeypatch.setattr(NeuralStackTransducer, "_train", recording_train)
@@ -246,6 +246,83 @@ def test_n_init_with_fixed_snapping_scores_one_decoding(monkeypatch):
     est, trained = _scripted_selection(monkeypatch, scores, n_init=5, snap_gates=False)
     np.testing.assert_allclose(est.init_scores_, scores)
     assert est.network_ is trained[0] and est.snap_gates_ is False  # ties keep the first
+
+
+def _scripted_stalls(monkeypatch, stalls):
+    """Make the i-th initialisation's stall watch report ``stalls[i]`` = (stalled,
+    lowest early loss) without stopping its training."""
+    from skptr.memory import _estimator
+
+    scripted = iter(stalls)
+
+    class ScriptedWatch(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.stalled, self.best_loss = next(scripted)
+
+    monkeypatch.setattr(_estimator, "StalledStartWatch", ScriptedWatch)
+
+
+def test_stalled_start_watch_stops_runs_that_have_not_learned_their_first_stage():
+    from skptr.memory._curriculum import LOSS_TO_ADVANCE, PATIENCE, StalledStartWatch
+
+    class Model:
+        stop_training = False
+
+    def run(losses):
+        watch = StalledStartWatch()
+        watch.set_model(Model())
+        for epoch, loss in enumerate(losses):
+            watch.on_epoch_end(epoch, {"loss": loss})
+            if watch.model.stop_training:
+                break
+        return watch, epoch
+
+    watch, stopped_after = run([2.1, 1.9, 1.5, 1.7, 1.6, 1.5])
+    assert watch.stalled and stopped_after == PATIENCE - 1 and watch.best_loss == 1.5
+    watch, stopped_after = run([2.1, 0.8, 0.04, 0.3, 0.2, 0.2])
+    assert not watch.stalled and stopped_after == 5 and watch.best_loss == 0.04
+    watch, _ = run([2.1, 1.9, 1.8, LOSS_TO_ADVANCE])
+    assert watch.stalled
+
+
+def test_stalled_initialisations_are_abandoned_unscored(monkeypatch):
+    _scripted_stalls(monkeypatch, [(True, 1.7), (False, 0.01), (True, 1.6), (False, 0.02)])
+    # Only initialisations 1 and 3 are decoded: rounded strengths, then soft ones.
+    est, trained = _scripted_selection(monkeypatch, [0.6, 0.5, 0.8, 0.1], n_init=4)
+    np.testing.assert_allclose(est.init_scores_, [np.nan, 0.6, np.nan, 0.8])
+    assert est.network_ is trained[3] and est.snap_gates_ is True
+
+
+def test_when_every_initialisation_stalls_the_least_stalled_is_trained_again(
+    monkeypatch, tmp_path
+):
+    _scripted_stalls(monkeypatch, [(True, 1.7), (True, 1.2), (True, 1.5)])
+    est, trained = _scripted_selection(monkeypatch, [0.3, 0.4], n_init=3)
+    assert len(trained) == 4 and est.network_ is trained[3]
+    np.testing.assert_allclose(est.init_scores_, [np.nan] * 3)
+    assert est.snap_gates_ is False  # soft strengths scored 0.4 against 0.3 rounded
+    # The same seed as initialisation 1, the least stalled: the same weights.
+    for retrained, stalled in zip(trained[3].get_weights(), trained[1].get_weights(), strict=True):
+        np.testing.assert_array_equal(retrained, stalled)
+    assert not np.array_equal(trained[3].get_weights()[0], trained[0].get_weights()[0])
+    est.save(tmp_path / "stalled.skptr")
+    loaded = skptr.load(tmp_path / "stalled.skptr")
+    np.testing.assert_array_equal(loaded.init_scores_, [np.nan] * 3)
+
+
+def test_a_real_stalled_run_stops_after_the_first_stage():
+    from skptr.memory._curriculum import PATIENCE
+
+    X, y = make_transduction(
+        "reversal", n_samples=60, min_length=1, max_length=6, vocab_size=3, random_state=0
+    )
+    # A learning rate far too small to learn anything: every initialisation stalls.
+    est = NeuralStackTransducer(
+        random_state=0, **{**SMALL, "epochs": PATIENCE + 2, "n_init": 2, "learning_rate": 1e-7}
+    ).fit(X, y)
+    np.testing.assert_array_equal(est.init_scores_, [np.nan, np.nan])
+    assert est.n_iter_ == PATIENCE + 2  # the kept one was trained fully
 
 
 def test_single_initialisation_holds_nothing_out(reversal_data):

@@ -7,7 +7,7 @@ import numpy as np
 
 from .._batches import ShuffledBatches
 
-__all__ = ["CurriculumBatches"]
+__all__ = ["CurriculumBatches", "StalledStartWatch"]
 
 # The mean per-token training loss under which longer sequences are admitted, the
 # number of epochs after which they are admitted anyway, and the number of stages.
@@ -80,3 +80,34 @@ class _Advance(keras.callbacks.Callback):
         if logs is not None:
             logs["max_length"] = float(self.batches.max_length)
             self.batches.advance(float(logs.get("loss", np.inf)))
+
+
+class StalledStartWatch(keras.callbacks.Callback):
+    """Stops a training run whose loss has not dropped below ``LOSS_TO_ADVANCE`` in its
+    first ``PATIENCE`` epochs, the length of the curriculum's first stage.
+
+    Whether a controller learns the task is decided early: one that has not learned
+    the shortest sources by then rarely does later (its loss creeps along a plateau
+    while the curriculum admits ever longer sources), so the rest of its training is
+    better spent on another initialisation.
+
+    Attributes
+    ----------
+    stalled : bool
+        Whether the run was stopped.
+    best_loss : float
+        Lowest epoch loss of the run's first ``PATIENCE`` epochs.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.stalled = False
+        self.best_loss = np.inf
+
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch >= PATIENCE:
+            return
+        self.best_loss = min(self.best_loss, float((logs or {}).get("loss", np.inf)))
+        if epoch == PATIENCE - 1 and self.best_loss >= LOSS_TO_ADVANCE:
+            self.stalled = True
+            self.model.stop_training = True
