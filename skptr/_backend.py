@@ -98,6 +98,27 @@ def scan(body, carry, per_step):
     return carry, tf.nest.map_structure(lambda b: b.stack(), buffers)
 
 
+class DenseGradientAdam(keras.optimizers.Adam):
+    """Adam that sums TensorFlow's sparse gradients into dense ones before its update.
+
+    TensorFlow differentiates an embedding lookup into one gradient row per token
+    occurrence (``tf.IndexedSlices``). Keras' Adam squares those rows one by one for
+    its second moment, so a token seen ``k`` times in a batch gets the sum of ``k``
+    squares instead of the square of its summed gradient, and its step differs from
+    the one JAX, whose gradients are dense, computes from the same weights. Summing the
+    rows first gives every backend the same, textbook, update.
+    """
+
+    def apply(self, grads, trainable_variables=None):
+        if keras.backend.backend() == "tensorflow":
+            import tensorflow as tf
+
+            grads = [
+                tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads
+            ]
+        return super().apply(grads, trainable_variables)
+
+
 @contextlib.contextmanager
 def quiet_retracing():
     """Hide TensorFlow's "triggered tf.function retracing" warnings inside the block.

@@ -442,7 +442,9 @@ class SequenceEstimatorBase(BaseEstimator):
     def _compile(self, n_steps, length):
         policy = COMPILE_POLICY[keras.backend.backend()]
         mode = policy.training_mode(self._jit_training, n_steps, length)
-        optimizer = keras.optimizers.Adam(learning_rate=self.learning_rate, clipnorm=self.clipnorm)
+        optimizer = _backend.DenseGradientAdam(
+            learning_rate=self.learning_rate, clipnorm=self.clipnorm
+        )
         self.network_.compile(
             optimizer=optimizer,
             loss=self._loss(),

@@ -190,3 +190,23 @@ def test_dead_models_executables_are_freed_on_jax(monkeypatch):
     # Without clearing, the count grows by 800 to 1,000 at every estimator (+5,600 or more
     # over these eight).
     assert max(counts) - min(counts) < 2500, counts
+
+
+def test_adam_squares_the_summed_gradient_of_repeated_tokens():
+    # One sample whose loss is c . e[1] + c . e[1] + c . e[2]: token 1's gradient
+    # is 2c, summed over its two occurrences, token 2's is c. Adam's first second
+    # moment is (1 - beta_2) g**2, so 0.004 c**2 for token 1 on every backend (Keras'
+    # own Adam on TensorFlow squares each occurrence: 0.002 c**2).
+    c = np.array([1.0, -2.0, 0.5], dtype="float32")
+    inputs = keras.Input((3,), dtype="int32")
+    embedded = keras.layers.Embedding(5, 3, embeddings_initializer="ones")(inputs)
+    model = keras.Model(inputs, keras.ops.sum(embedded * c, axis=(1, 2)))
+    model.compile(
+        optimizer=_backend.DenseGradientAdam(learning_rate=0.1),
+        loss=lambda y_true, y_pred: keras.ops.mean(y_pred),
+    )
+    model.train_on_batch(np.array([[1, 1, 2]]), np.zeros(1))
+    (velocity,) = [v for v in model.optimizer.variables if "velocity" in v.path]
+    expected = np.zeros((5, 3))
+    expected[1], expected[2] = 0.004 * c**2, 0.001 * c**2
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(velocity), expected, rtol=1e-5)
