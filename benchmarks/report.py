@@ -462,6 +462,43 @@ def _transduction_summary(rows):
     return summary
 
 
+def _transduction_blocks(section, title, text, short):
+    """Heading, text and table of one transduction protocol's saved section."""
+    blocks = []
+    rows = section["results"]
+    backend = {"tensorflow": "TensorFlow", "jax": "JAX"}[section["device"]["keras_backend"]]
+    text = text.format(
+        n_train=f"{rows[0]['n_train']:,}",
+        train="{}-{}".format(*rows[0]["train_lengths"]),
+        n_test=section["config"]["n_test"],
+    )
+    blocks.append(heading(f"Transduction: {title} ({backend})", 2))
+    metric = "per-token" if rows[0]["protocol"] == "deletang" else "fine"
+    blocks.append(
+        para(
+            f"{text} Defaults of `NeuralStackTransducer`, {backend} on {short}, skptr at "
+            f"{section['device'].get('skptr_commit', '?')}. Cells are coarse / "
+            f"{metric} accuracy, the mean over the seeds ({len({r['seed'] for r in rows})}) "
+            "and, in brackets, the worst seed. `fit` is the mean fit time and "
+            "the mean number of initialisations tried (of `n_init`)."
+        )
+    )
+    blocks.append(
+        table(
+            [
+                "task",
+                "memory",
+                *(f"lengths {k}" for k in rows[0]["tests"]),
+                "published",
+                "seeds",
+                "fit",
+            ],
+            _transduction_summary(rows),
+        )
+    )
+    return blocks
+
+
 def _jax_versions(data):
     return {d["device"]["jax"] for d in data.values() if "jax" in d.get("device", {})}
 
@@ -781,39 +818,11 @@ def build_blocks(data, run):
         blocks.append(table(["model", "position acc.", "sequence acc.", "training time"], body))
         blocks.append(figure("sort8_curves.png", "sort-8 accuracy per epoch"))
 
-    for section, (title, text) in TRANSDUCTION_SECTIONS.items():
-        if section not in data:
-            continue
-        rows = data[section]["results"]
-        text = text.format(
-            n_train=f"{rows[0]['n_train']:,}",
-            train="{}-{}".format(*rows[0]["train_lengths"]),
-            n_test=data[section]["config"]["n_test"],
-        )
-        blocks.append(heading(f"Transduction: {title}", 2))
-        metric = "per-token" if rows[0]["protocol"] == "deletang" else "fine"
-        blocks.append(
-            para(
-                f"{text} Defaults of `NeuralStackTransducer`, on {short}, skptr at "
-                f"{data[section]['device'].get('skptr_commit', '?')}. Cells are coarse / "
-                f"{metric} accuracy, the mean over the seeds ({len({r['seed'] for r in rows})}) "
-                "and, in brackets, the worst seed. `fit` is the mean fit time and "
-                "the mean number of initialisations `n_init` trained."
-            )
-        )
-        blocks.append(
-            table(
-                [
-                    "task",
-                    "memory",
-                    *(f"lengths {k}" for k in rows[0]["tests"]),
-                    "published",
-                    "seeds",
-                    "fit",
-                ],
-                _transduction_summary(rows),
-            )
-        )
+    for protocol, (title, text) in TRANSDUCTION_SECTIONS.items():
+        for section in (protocol, f"{protocol}.jax"):
+            if section in data:
+                blocks.extend(_transduction_blocks(data[section], title, text, short))
+
     blocks.append(heading("Method notes", 2))
     blocks.append(
         para(
