@@ -203,9 +203,15 @@ def configuration(quick):
             "repeats": 5,
         },
         "pointer_budget": {
-            "tasks": ["hull10", "tsp10", "sort10"],
-            "seconds": 300,
-            "n_train": 100_000,
+            "tasks": ["hull10", "tsp10", "sort10", "hull50", "tsp20"],
+            "seconds": {"hull10": 300, "tsp10": 300, "sort10": 300, "hull50": 1200, "tsp20": 1200},
+            "n_train": {
+                "hull10": 100_000,
+                "tsp10": 100_000,
+                "sort10": 100_000,
+                "hull50": 100_000,
+                "tsp20": 20_000,
+            },
             "n_test": 1000,
             "n_curve": 300,
             "beam_width": 3,
