@@ -264,7 +264,12 @@ def _scripted_stalls(monkeypatch, stalls):
 
 
 def test_stalled_start_watch_stops_runs_that_have_not_learned_their_first_stage():
-    from skptr.memory._curriculum import LOSS_TO_ADVANCE, PATIENCE, StalledStartWatch
+    from skptr.memory._curriculum import (
+        LOSS_TO_ADVANCE,
+        PATIENCE,
+        STALLED_SHARE,
+        StalledStartWatch,
+    )
 
     class Model:
         stop_training = False
@@ -282,8 +287,12 @@ def test_stalled_start_watch_stops_runs_that_have_not_learned_their_first_stage(
     assert watch.stalled and stopped_after == PATIENCE - 1 and watch.best_loss == 1.5
     watch, stopped_after = run([2.1, 0.8, 0.04, 0.3, 0.2, 0.2])
     assert not watch.stalled and stopped_after == 5 and watch.best_loss == 0.04
-    watch, _ = run([2.1, 1.9, 1.8, LOSS_TO_ADVANCE])
+    watch, stopped_after = run([2.1, 1.9, 1.5, 1.0, 0.2])  # mid-drop: below half of 2.1
+    assert not watch.stalled and stopped_after == 4
+    watch, _ = run([2.0, 1.9, 1.5, 1.0])  # exactly half
     assert watch.stalled
+    watch, _ = run([0.08, 0.07, 0.06, LOSS_TO_ADVANCE])
+    assert watch.stalled and STALLED_SHARE * 0.08 < LOSS_TO_ADVANCE
 
 
 def test_stalled_initialisations_are_abandoned_unscored(monkeypatch):
