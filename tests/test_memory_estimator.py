@@ -266,7 +266,7 @@ def _scripted_stalls(monkeypatch, stalls):
 def test_stalled_start_watch_stops_runs_that_have_not_learned_their_first_stage():
     from skptr.memory._curriculum import (
         LOSS_TO_ADVANCE,
-        PATIENCE,
+        STALL_EPOCHS,
         STALLED_SHARE,
         StalledStartWatch,
     )
@@ -283,15 +283,17 @@ def test_stalled_start_watch_stops_runs_that_have_not_learned_their_first_stage(
                 break
         return watch, epoch
 
-    watch, stopped_after = run([2.1, 1.9, 1.5, 1.7, 1.6, 1.5])
-    assert watch.stalled and stopped_after == PATIENCE - 1 and watch.best_loss == 1.5
-    watch, stopped_after = run([2.1, 0.8, 0.04, 0.3, 0.2, 0.2])
-    assert not watch.stalled and stopped_after == 5 and watch.best_loss == 0.04
-    watch, stopped_after = run([2.1, 1.9, 1.5, 1.0, 0.2])  # mid-drop: below half of 2.1
-    assert not watch.stalled and stopped_after == 4
-    watch, _ = run([2.0, 1.9, 1.5, 1.0])  # exactly half
+    assert STALL_EPOCHS == 6
+    watch, stopped_after = run([2.1, 1.9, 1.5, 1.7, 1.6, 1.4, 1.3, 1.2])
+    assert watch.stalled and stopped_after == STALL_EPOCHS - 1 and watch.best_loss == 1.4
+    watch, stopped_after = run([2.1, 0.8, 0.04, 0.3, 0.2, 0.2, 0.2, 0.2])
+    assert not watch.stalled and stopped_after == 7 and watch.best_loss == 0.04
+    # A run that learns in its fifth epoch, after a plateau: below half of 2.1.
+    watch, stopped_after = run([2.1, 2.0, 1.95, 1.4, 0.02, 0.01, 0.01])
+    assert not watch.stalled and stopped_after == 6
+    watch, _ = run([2.0, 1.9, 1.5, 1.2, 1.1, 1.0])  # exactly half
     assert watch.stalled
-    watch, _ = run([0.08, 0.07, 0.06, LOSS_TO_ADVANCE])
+    watch, _ = run([0.08, 0.07, 0.06, 0.06, 0.06, LOSS_TO_ADVANCE])
     assert watch.stalled and STALLED_SHARE * 0.08 < LOSS_TO_ADVANCE
 
 
@@ -320,18 +322,28 @@ def test_when_every_initialisation_stalls_the_least_stalled_is_trained_again(
     np.testing.assert_array_equal(loaded.init_scores_, [np.nan] * 3)
 
 
-def test_a_real_stalled_run_stops_after_the_first_stage():
-    from skptr.memory._curriculum import PATIENCE
+def test_a_real_stalled_run_stops_after_its_first_epochs():
+    from skptr.memory._curriculum import STALL_EPOCHS
 
     X, y = make_transduction(
         "reversal", n_samples=60, min_length=1, max_length=6, vocab_size=3, random_state=0
     )
+    runs = []
+
+    class EpochsPerRun(keras.callbacks.Callback):
+        def on_train_begin(self, logs=None):
+            runs.append(0)
+
+        def on_epoch_end(self, epoch, logs=None):
+            runs[-1] += 1
+
     # A learning rate far too small to learn anything: every initialisation stalls.
-    est = NeuralStackTransducer(
-        random_state=0, **{**SMALL, "epochs": PATIENCE + 2, "n_init": 2, "learning_rate": 1e-7}
-    ).fit(X, y)
+    params = {**SMALL, "epochs": STALL_EPOCHS + 2, "n_init": 2, "learning_rate": 1e-7}
+    est = NeuralStackTransducer(random_state=0, callbacks=[EpochsPerRun()], **params).fit(X, y)
     np.testing.assert_array_equal(est.init_scores_, [np.nan, np.nan])
-    assert est.n_iter_ == PATIENCE + 2  # the kept one was trained fully
+    # Both stopped after their first epochs; the least stalled was then trained fully.
+    assert runs == [STALL_EPOCHS, STALL_EPOCHS, STALL_EPOCHS + 2]
+    assert est.n_iter_ == STALL_EPOCHS + 2
 
 
 def test_single_initialisation_holds_nothing_out(reversal_data):

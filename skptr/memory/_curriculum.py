@@ -14,8 +14,9 @@ __all__ = ["CurriculumBatches", "StalledStartWatch"]
 LOSS_TO_ADVANCE = 0.05
 PATIENCE = 4
 N_STAGES = 4
-# A run whose loss after its first ``PATIENCE`` epochs is still above this share of its
-# first epoch's loss (and above ``LOSS_TO_ADVANCE``) has stalled.
+# A run whose loss after its first ``STALL_EPOCHS`` epochs is still above this share of
+# its first epoch's loss (and above ``LOSS_TO_ADVANCE``) has stalled.
+STALL_EPOCHS = 6
 STALLED_SHARE = 0.5
 
 
@@ -86,22 +87,23 @@ class _Advance(keras.callbacks.Callback):
 
 
 class StalledStartWatch(keras.callbacks.Callback):
-    """Stops a training run that has stalled in its first ``PATIENCE`` epochs, the length
-    of the curriculum's first stage: its loss is still above ``LOSS_TO_ADVANCE`` and
-    above ``STALLED_SHARE`` of its first epoch's loss.
+    """Stops a training run that has stalled in its first ``STALL_EPOCHS`` epochs: its
+    loss is still above ``LOSS_TO_ADVANCE`` and above ``STALLED_SHARE`` of its first
+    epoch's loss.
 
     Whether a controller learns the task is decided early: one that learns drops its
-    loss by an order of magnitude within a few epochs, while one that does not creeps
-    along a plateau (reversal over 8 symbols: from 2.1 to about 1.7 nats per token) and
-    rarely leaves it later, as the curriculum admits ever longer sources. The rest of
-    its training is better spent on another initialisation.
+    loss by two orders of magnitude within an epoch or two, in its first few epochs,
+    while one that does not creeps along a plateau (reversal over 8 symbols: from 2.1
+    to about 1.7 nats per token) and rarely leaves it later, as the curriculum admits
+    ever longer sources. The rest of its training is better spent on another
+    initialisation.
 
     Attributes
     ----------
     stalled : bool
         Whether the run was stopped.
     best_loss : float
-        Lowest epoch loss of the run's first ``PATIENCE`` epochs.
+        Lowest epoch loss of the run's first ``STALL_EPOCHS`` epochs.
     """
 
     def __init__(self):
@@ -111,12 +113,12 @@ class StalledStartWatch(keras.callbacks.Callback):
         self.best_loss = np.inf
 
     def on_epoch_end(self, epoch, logs=None):
-        if epoch >= PATIENCE:
+        if epoch >= STALL_EPOCHS:
             return
         loss = float((logs or {}).get("loss", np.inf))
         self.first_loss = loss if self.first_loss is None else self.first_loss
         self.best_loss = min(self.best_loss, loss)
-        if epoch == PATIENCE - 1 and self.best_loss >= max(
+        if epoch == STALL_EPOCHS - 1 and self.best_loss >= max(
             LOSS_TO_ADVANCE, STALLED_SHARE * self.first_loss
         ):
             self.stalled = True

@@ -115,8 +115,8 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         that did not, or that fits its training lengths only with soft strengths, makes
         errors on the held-out samples once its strengths are rounded. Most of the
         controllers that never learn the task stall from the start: an initialisation
-        whose training loss, after its first 4 epochs (the curriculum's first stage),
-        is still above 0.05 per token and above half of its first epoch's loss is
+        whose training loss, after its first 6 epochs, is still above 0.05 per token
+        and above half of its first epoch's loss is
         abandoned then, at a fraction of the cost of a full run. When every
         initialisation stalls, the one with the lowest early loss is trained fully and
         kept.
