@@ -44,6 +44,8 @@ TRANSDUCTION_VOCAB = {
 }
 
 SEEDS = [0, 1, 2, 3, 4]
+#: Point 1 of the short protocol holds for every random_state from 0 to 7.
+SHORT_SEEDS = list(range(8))
 
 #: The three length-generalisation protocols of the transducer, each at the
 #: estimator's defaults.
@@ -53,7 +55,7 @@ TRANSDUCTION_PROTOCOLS = {
         "protocol": "short",
         "data": "numpy",
         "tasks": {"reversal": ["stack", None], "copy": ["queue", None]},
-        "seeds": SEEDS,
+        "seeds": SHORT_SEEDS,
         "train_lengths": [1, 10],
         "test_lengths": [[1, 10], [11, 20], [21, 40], [41, 64], [65, 128]],
         "n_train": 2000,

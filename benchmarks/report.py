@@ -483,7 +483,7 @@ def _transduction_blocks(section, title, text, short):
             f"{section['device'].get('skptr_commit', '?')}. Cells are coarse / "
             f"{metric} accuracy, the mean over the seeds ({len({r['seed'] for r in rows})}) "
             "and, in brackets, the worst seed. `fit` is the mean fit time and "
-            "the mean number of initialisations tried (of `n_init`)."
+            "the mean number of initialisations tried (of `n_init`). " + section.get("note", "")
         )
     )
     blocks.append(
