@@ -339,6 +339,7 @@ def test_a_real_stalled_run_stops_after_its_first_epochs():
 
     # A learning rate far too small to learn anything: every initialisation stalls.
     params = {**SMALL, "epochs": STALL_EPOCHS + 2, "n_init": 2, "learning_rate": 1e-7}
+    params["batch_size"] = 64  # one step per epoch: short fits run eagerly
     est = NeuralStackTransducer(random_state=0, callbacks=[EpochsPerRun()], **params).fit(X, y)
     np.testing.assert_array_equal(est.init_scores_, [np.nan, np.nan])
     # Both stopped after their first epochs; the least stalled was then trained fully.
