@@ -263,7 +263,7 @@ def _scripted_stalls(monkeypatch, stalls):
     monkeypatch.setattr(_estimator, "StalledStartWatch", ScriptedWatch)
 
 
-def test_stalled_start_watch_stops_runs_that_have_not_learned_their_first_stage():
+def test_stalled_start_watch_stops_runs_that_have_not_learned_in_their_first_epochs():
     from skptr.memory._curriculum import (
         LOSS_TO_ADVANCE,
         STALL_EPOCHS,
