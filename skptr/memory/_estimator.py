@@ -116,10 +116,9 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         errors on the held-out samples once its strengths are rounded. Most of the
         controllers that never learn the task stall from the start: an initialisation
         whose training loss, after its first 6 epochs, is still above 0.05 per token
-        and above half of its first epoch's loss is
-        abandoned then, at a fraction of the cost of a full run. When every
-        initialisation stalls, the one with the lowest early loss is trained fully and
-        kept.
+        and above half of its first epoch's loss is abandoned then, at a fraction of
+        the cost of a full run. When every initialisation stalls, the one with the
+        lowest early loss is trained fully and kept.
     curriculum : bool, default=True
         Start training on the shortest sources (about a quarter of the length range)
         and admit longer ones, in a few stages, whenever the training loss per token
