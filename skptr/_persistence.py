@@ -364,6 +364,10 @@ STATE_SCHEMAS = {
         "n_iter_": _int_at_least(0),
         "init_scores_": _Rule("a 1-D float array of scores in [0, 1] or NaN", _is_scores),
         "snap_gates_": _Rule("a bool", lambda value: type(value) is bool),
+        "state_bptt_steps_": _Rule(
+            "None or an int >= 0",
+            lambda value: value is None or (type(value) is int and value >= 0),
+        ),
     },
 }
 

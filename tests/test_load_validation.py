@@ -167,6 +167,11 @@ def _set_state(**values):
             _set_state(_max_target_ratio={"__float__": "inf"}),
             "_max_target_ratio must be a finite number >= 0",
         ),
+        (
+            "transducer_file",
+            _set_state(state_bptt_steps_=-1),
+            r"state_bptt_steps_ must be None or an int >= 0, got -1",
+        ),
     ],
     ids=[
         "shadows a method",
@@ -180,6 +185,7 @@ def _set_state(**values):
         "unknown target kind",
         "bad dtype",
         "infinite ratio",
+        "negative truncation",
     ],
 )
 def test_fitted_attributes_follow_the_schema(request, tmp_path, estimator_file, change, message):

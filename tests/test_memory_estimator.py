@@ -56,10 +56,18 @@ def test_auto_defaults_depend_on_the_memory():
     assert NeuralStackTransducer(memory=None)._resolved_bptt_steps() is None
     for memory in ("stack", "queue", "deque"):
         assert NeuralStackTransducer(memory=memory)._resolved_gate_noise() == 1.0
-    assert NeuralStackTransducer(memory="stack")._resolved_reset_cell_state()
-    assert not NeuralStackTransducer(memory=None)._resolved_reset_cell_state()
-    assert not NeuralStackTransducer(cell="gru")._resolved_reset_cell_state()
-    assert not NeuralStackTransducer(state_bptt_steps=3)._resolved_reset_cell_state()
+    assert NeuralStackTransducer(memory="stack")._resolved_reset_cell_state(0)
+    for bptt_steps in (None, 3):
+        assert not NeuralStackTransducer(memory="stack")._resolved_reset_cell_state(bptt_steps)
+    assert not NeuralStackTransducer(cell="gru")._resolved_reset_cell_state(0)
+    assert NeuralStackTransducer(reset_cell_state=True)._resolved_reset_cell_state(None)
+    # After a stall, "auto" alternates between truncated and full backpropagation.
+    stack = NeuralStackTransducer(memory="stack")
+    assert stack._bptt_steps_after(0, stalled=True) is None
+    assert stack._bptt_steps_after(None, stalled=True) == 0
+    assert stack._bptt_steps_after(0, stalled=False) == 0
+    assert NeuralStackTransducer(memory=None)._bptt_steps_after(None, stalled=True) is None
+    assert NeuralStackTransducer(state_bptt_steps=0)._bptt_steps_after(0, stalled=True) == 0
     assert NeuralStackTransducer(memory="stack", gate_noise=0.5)._resolved_gate_noise() == 0.5
     with pytest.raises(ValueError, match="gate_noise"):
         NeuralStackTransducer(gate_noise=-1.0).fit(["ab"], ["ba"])
@@ -303,6 +311,19 @@ def test_stalled_initialisations_are_abandoned_unscored(monkeypatch):
     est, trained = _scripted_selection(monkeypatch, [0.6, 0.5, 0.8, 0.1], n_init=4)
     np.testing.assert_allclose(est.init_scores_, [np.nan, 0.6, np.nan, 0.8])
     assert est.network_ is trained[3] and est.snap_gates_ is True
+    # Each stall switches the next initialisation between truncated and full
+    # backpropagation through the controller's state; the cell state is reset only
+    # with truncation.
+    assert [network.state_bptt_steps for network in trained] == [0, None, None, 0]
+    assert [network.reset_cell_state for network in trained] == [True, False, False, True]
+    assert est.state_bptt_steps_ == 0
+
+
+def test_a_fixed_truncation_is_kept_after_stalls(monkeypatch):
+    _scripted_stalls(monkeypatch, [(True, 1.7), (False, 0.01)])
+    est, trained = _scripted_selection(monkeypatch, [1.0], n_init=2, state_bptt_steps=2)
+    assert [network.state_bptt_steps for network in trained] == [2, 2]
+    assert est.state_bptt_steps_ == 2
 
 
 def test_when_every_initialisation_stalls_the_least_stalled_is_trained_again(
@@ -311,6 +332,8 @@ def test_when_every_initialisation_stalls_the_least_stalled_is_trained_again(
     _scripted_stalls(monkeypatch, [(True, 1.7), (True, 1.2), (True, 1.5)])
     est, trained = _scripted_selection(monkeypatch, [0.3, 0.4], n_init=3)
     assert len(trained) == 4 and est.network_ is trained[3]
+    assert [network.state_bptt_steps for network in trained] == [0, None, 0, None]
+    assert est.state_bptt_steps_ is None
     np.testing.assert_allclose(est.init_scores_, [np.nan] * 3)
     assert est.snap_gates_ is False  # soft strengths scored 0.4 against 0.3 rounded
     # The same seed as initialisation 1, the least stalled: the same weights.
@@ -320,6 +343,7 @@ def test_when_every_initialisation_stalls_the_least_stalled_is_trained_again(
     est.save(tmp_path / "stalled.skptr")
     loaded = skptr.load(tmp_path / "stalled.skptr")
     np.testing.assert_array_equal(loaded.init_scores_, [np.nan] * 3)
+    assert loaded.state_bptt_steps_ is None and loaded.network_.state_bptt_steps is None
 
 
 def test_a_real_stalled_run_stops_after_its_first_epochs():
@@ -351,6 +375,7 @@ def test_single_initialisation_holds_nothing_out(reversal_data):
     X, y = reversal_data
     est = NeuralStackTransducer(random_state=0, **{**SMALL, "n_init": 1}).fit(X, y)
     assert est.init_scores_.shape == (0,) and est.snap_gates_ is True
+    assert est.state_bptt_steps_ == 0
     tiny = NeuralStackTransducer(random_state=0, **{**SMALL, "n_init": 3})
     assert tiny.fit(X[:9], y[:9]).init_scores_.shape == (0,)
     soft = NeuralStackTransducer(random_state=0, snap_gates=False, **{**SMALL, "n_init": 1})

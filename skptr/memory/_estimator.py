@@ -68,10 +68,15 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         state; gradients through the memory are never truncated. Small values leave
         the memory as the only way to learn long-range dependencies, which is what
         makes the network generalise to longer inputs instead of memorising short
-        ones in its state. ``None`` is full backpropagation through time; ``"auto"``
-        is 0 with a memory and ``None`` without one. Tasks in which the controller
-        must hold a token for a step, such as bigram flip, fit their training data
-        only with longer truncations, but then generalise less to longer inputs.
+        ones in its state. ``None`` is full backpropagation through time. ``"auto"``
+        is ``None`` without a memory; with one, it is 0, except after an
+        initialisation of ``n_init`` that stalled: the next one then switches
+        between 0 and ``None``. Some controllers never start learning without a
+        gradient through their state, such as a queue copying sources that are all
+        long; the held-out selection still prefers those that generalise. Tasks in
+        which the controller must hold a token for a step, such as bigram flip, fit
+        their training data only with longer truncations, but then generalise less to
+        longer inputs.
     gate_noise : float or "auto", default="auto"
         Standard deviation of Gaussian noise added to the push and pop logits in
         training (never in ``predict``), from the epoch set by ``gate_noise_start``.
@@ -117,8 +122,9 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         controllers that never learn the task stall from the start: an initialisation
         whose training loss, after its first 6 epochs, is still above 0.05 per token
         and above half of its first epoch's loss is abandoned then, at a fraction of
-        the cost of a full run. When every initialisation stalls, the one with the
-        lowest early loss is trained fully and kept.
+        the cost of a full run (with ``state_bptt_steps="auto"``, the next one is
+        trained with the other truncation). When every initialisation stalls, the one
+        with the lowest early loss is trained fully and kept.
     curriculum : bool, default=True
         Start training on the shortest sources (about a quarter of the length range)
         and admit longer ones, in a few stages, whenever the training loss per token
@@ -180,6 +186,9 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         fit it continues.
     snap_gates_ : bool
         Whether ``predict`` rounds the push and pop strengths (see ``snap_gates``).
+    state_bptt_steps_ : int or None
+        The truncation of backpropagation through the controller's state that the
+        kept network was trained with (see ``state_bptt_steps``).
 
     See Also
     --------
@@ -305,18 +314,30 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         return data
 
     def _resolved_bptt_steps(self):
+        """The truncation of the first initialisation; see ``_fit_trial`` for "auto"."""
         if self.state_bptt_steps == "auto":
             return None if self.memory is None else 0
         return self.state_bptt_steps
+
+    def _bptt_steps_after(self, steps, stalled):
+        """The truncation of the initialisation that follows one trained with ``steps``.
+
+        With ``state_bptt_steps="auto"`` and a memory, an initialisation that stalled
+        with truncated gradients is followed by one with full backpropagation, and the
+        other way round.
+        """
+        if not stalled or self.state_bptt_steps != "auto" or self.memory is None:
+            return steps
+        return None if steps == 0 else 0
 
     def _resolved_gate_noise(self):
         if self.gate_noise == "auto":
             return _AUTO_GATE_NOISE
         return float(self.gate_noise)
 
-    def _resolved_reset_cell_state(self):
+    def _resolved_reset_cell_state(self, bptt_steps):
         if self.reset_cell_state == "auto":
-            return self.cell == "lstm" and self._resolved_bptt_steps() == 0
+            return self.cell == "lstm" and bptt_steps == 0
         return bool(self.reset_cell_state)
 
     def _build_network(self, seed=0):
@@ -330,9 +351,9 @@ class NeuralStackTransducer(SequenceEstimatorBase):
             memory_width=self.memory_width,
             pop_bias=self.pop_bias,
             push_bias=self.push_bias,
-            state_bptt_steps=self._resolved_bptt_steps(),
+            state_bptt_steps=self.state_bptt_steps_,
             gate_noise=self._resolved_gate_noise(),
-            reset_cell_state=self._resolved_reset_cell_state(),
+            reset_cell_state=self._resolved_reset_cell_state(self.state_bptt_steps_),
             seed=seed,
         )
         network.build()
@@ -347,6 +368,8 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         data = self._prepare_training_data(X, y, reset=not warm)
         n_held_out = int(_SELECTION_FRACTION * len(data.lengths))
         snap = self.snap_gates in (True, "auto")
+        if not warm:
+            self.state_bptt_steps_ = self._resolved_bptt_steps()
         if warm or self.n_init == 1 or n_held_out == 0:
             self._train(data, warm, seeds)
             if not warm:
@@ -371,13 +394,16 @@ class NeuralStackTransducer(SequenceEstimatorBase):
             return rounded, max(options, key=lambda option: option[0])
 
         best, best_score, scores = None, -1.0, []
-        stalled = []  # (lowest early loss, seed) of each abandoned initialisation
+        stalled = []  # (lowest early loss, seed, truncation) of each abandoned one
+        steps = self.state_bptt_steps_
         for _ in range(self.n_init):
             candidate, seed, watch = self._shallow_copy(), seeds.next(), StalledStartWatch()
+            candidate.state_bptt_steps_ = steps
             candidate._train(training, False, SeedStream(seed), callbacks=[watch])
+            steps = self._bptt_steps_after(steps, watch.stalled)
             if watch.stalled:
                 scores.append(np.nan)
-                stalled.append((watch.best_loss, seed))
+                stalled.append((watch.best_loss, seed, candidate.state_bptt_steps_))
                 continue
             rounded, (score, candidate_snap) = assessed(candidate)
             scores.append(rounded)
@@ -388,7 +414,8 @@ class NeuralStackTransducer(SequenceEstimatorBase):
                 best, best_score = (candidate, candidate_snap), score
         if best is None:  # every initialisation stalled: train the least stalled one fully
             candidate = self._shallow_copy()
-            candidate._train(training, False, SeedStream(min(stalled)[1]))
+            _, seed, candidate.state_bptt_steps_ = min(stalled, key=lambda run: run[:2])
+            candidate._train(training, False, SeedStream(seed))
             best = (candidate, assessed(candidate)[1][1])
         candidate, candidate.snap_gates_ = best
         self.__dict__.update(candidate.__dict__)
