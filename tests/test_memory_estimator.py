@@ -61,13 +61,14 @@ def test_auto_defaults_depend_on_the_memory():
         assert not NeuralStackTransducer(memory="stack")._resolved_reset_cell_state(bptt_steps)
     assert not NeuralStackTransducer(cell="gru")._resolved_reset_cell_state(0)
     assert NeuralStackTransducer(reset_cell_state=True)._resolved_reset_cell_state(None)
-    # After a stall, "auto" alternates between truncated and full backpropagation.
+    # Once one has stalled, "auto" alternates between truncated and full backpropagation.
     stack = NeuralStackTransducer(memory="stack")
-    assert stack._bptt_steps_after(0, stalled=True) is None
-    assert stack._bptt_steps_after(None, stalled=True) == 0
-    assert stack._bptt_steps_after(0, stalled=False) == 0
-    assert NeuralStackTransducer(memory=None)._bptt_steps_after(None, stalled=True) is None
-    assert NeuralStackTransducer(state_bptt_steps=0)._bptt_steps_after(0, stalled=True) == 0
+    assert stack._bptt_steps_after(0, any_stalled=True) is None
+    assert stack._bptt_steps_after(None, any_stalled=True) == 0
+    assert stack._bptt_steps_after(0, any_stalled=False) == 0
+    memoryless = NeuralStackTransducer(memory=None)
+    assert memoryless._bptt_steps_after(None, any_stalled=True) is None
+    assert NeuralStackTransducer(state_bptt_steps=0)._bptt_steps_after(0, any_stalled=True) == 0
     assert NeuralStackTransducer(memory="stack", gate_noise=0.5)._resolved_gate_noise() == 0.5
     with pytest.raises(ValueError, match="gate_noise"):
         NeuralStackTransducer(gate_noise=-1.0).fit(["ab"], ["ba"])
@@ -311,12 +312,21 @@ def test_stalled_initialisations_are_abandoned_unscored(monkeypatch):
     est, trained = _scripted_selection(monkeypatch, [0.6, 0.5, 0.8, 0.1], n_init=4)
     np.testing.assert_allclose(est.init_scores_, [np.nan, 0.6, np.nan, 0.8])
     assert est.network_ is trained[3] and est.snap_gates_ is True
-    # Each stall switches the next initialisation between truncated and full
-    # backpropagation through the controller's state; the cell state is reset only
-    # with truncation.
-    assert [network.state_bptt_steps for network in trained] == [0, None, None, 0]
-    assert [network.reset_cell_state for network in trained] == [True, False, False, True]
-    assert est.state_bptt_steps_ == 0
+    # After the first stall, the initialisations alternate between full and truncated
+    # backpropagation through the controller's state, stalled or not; the cell state
+    # is reset only with truncation.
+    assert [network.state_bptt_steps for network in trained] == [0, None, 0, None]
+    assert [network.reset_cell_state for network in trained] == [True, False, True, False]
+    assert est.state_bptt_steps_ is None
+
+
+def test_truncation_is_kept_until_the_first_stall(monkeypatch):
+    _scripted_stalls(monkeypatch, [(False, 0.3), (True, 1.7), (False, 0.01), (False, 0.02)])
+    scores = [0.5, 0.4, 0.6, 0.5, 0.7, 0.6]  # rounded, then soft, for 0, 2 and 3
+    est, trained = _scripted_selection(monkeypatch, scores, n_init=4)
+    np.testing.assert_allclose(est.init_scores_, [0.5, np.nan, 0.6, 0.7])
+    assert [network.state_bptt_steps for network in trained] == [0, 0, None, 0]
+    assert est.network_ is trained[3] and est.state_bptt_steps_ == 0
 
 
 def test_a_fixed_truncation_is_kept_after_stalls(monkeypatch):

@@ -69,9 +69,9 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         the memory as the only way to learn long-range dependencies, which is what
         makes the network generalise to longer inputs instead of memorising short
         ones in its state. ``None`` is full backpropagation through time. ``"auto"``
-        is ``None`` without a memory; with one, it is 0, except after an
-        initialisation of ``n_init`` that stalled: the next one then switches
-        between 0 and ``None``. Some controllers never start learning without a
+        is ``None`` without a memory; with one, it is 0 until an initialisation of
+        ``n_init`` stalls, and the following ones then alternate between ``None`` and
+        0. Some controllers never start learning without a
         gradient through their state, such as a queue copying sources that are all
         long; the held-out selection still prefers those that generalise. Tasks in
         which the controller must hold a token for a step, such as bigram flip, fit
@@ -122,9 +122,10 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         controllers that never learn the task stall from the start: an initialisation
         whose training loss, after its first 6 epochs, is still above 0.05 per token
         and above half of its first epoch's loss is abandoned then, at a fraction of
-        the cost of a full run (with ``state_bptt_steps="auto"``, the next one is
-        trained with the other truncation). When every initialisation stalls, the one
-        with the lowest early loss is trained fully and kept.
+        the cost of a full run (with ``state_bptt_steps="auto"``, the following ones
+        alternate between full and truncated backpropagation). When every
+        initialisation stalls, the one with the lowest early loss is trained fully and
+        kept.
     curriculum : bool, default=True
         Start training on the shortest sources (about a quarter of the length range)
         and admit longer ones, in a few stages, whenever the training loss per token
@@ -319,14 +320,14 @@ class NeuralStackTransducer(SequenceEstimatorBase):
             return None if self.memory is None else 0
         return self.state_bptt_steps
 
-    def _bptt_steps_after(self, steps, stalled):
+    def _bptt_steps_after(self, steps, any_stalled):
         """The truncation of the initialisation that follows one trained with ``steps``.
 
-        With ``state_bptt_steps="auto"`` and a memory, an initialisation that stalled
-        with truncated gradients is followed by one with full backpropagation, and the
-        other way round.
+        With ``state_bptt_steps="auto"`` and a memory, once any initialisation has
+        stalled, the following ones alternate between full backpropagation and
+        truncation.
         """
-        if not stalled or self.state_bptt_steps != "auto" or self.memory is None:
+        if not any_stalled or self.state_bptt_steps != "auto" or self.memory is None:
             return steps
         return None if steps == 0 else 0
 
@@ -400,7 +401,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
             candidate, seed, watch = self._shallow_copy(), seeds.next(), StalledStartWatch()
             candidate.state_bptt_steps_ = steps
             candidate._train(training, False, SeedStream(seed), callbacks=[watch])
-            steps = self._bptt_steps_after(steps, watch.stalled)
+            steps = self._bptt_steps_after(steps, any_stalled=bool(stalled) or watch.stalled)
             if watch.stalled:
                 scores.append(np.nan)
                 stalled.append((watch.best_loss, seed, candidate.state_bptt_steps_))
