@@ -71,9 +71,9 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         ones in its state. ``None`` is full backpropagation through time. ``"auto"``
         is ``None`` without a memory; with one, it is 0 until an initialisation of
         ``n_init`` stalls, and the following ones then alternate between ``None`` and
-        0. Some controllers never start learning without a
-        gradient through their state, such as a queue copying sources that are all
-        long; the held-out selection still prefers those that generalise. Tasks in
+        0: some controllers never start learning without a gradient through their
+        state (a queue copying sources that are all long), while truncated ones
+        generalise further, and the held-out selection keeps the better. Tasks in
         which the controller must hold a token for a step, such as bigram flip, fit
         their training data only with longer truncations, but then generalise less to
         longer inputs.
