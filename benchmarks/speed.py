@@ -213,6 +213,7 @@ def transducer_speed(config, log):
             # training step before the timed repeats.
             with Stopwatch() as cold:
                 streams, targets, _ = est._prepare_training_data(X, y, reset=True)
+                est.state_bptt_steps_ = est._resolved_bptt_steps()
                 est.network_ = est._build_network()
                 est._compile(config["fit_steps"], streams.shape[1])
                 est.network_.fit(streams, targets, batch_size=batch_size, epochs=1, verbose=0)
