@@ -239,6 +239,32 @@ def test_warm_start_continues_training(tiny_data):
     assert estimator.history_["loss"][3] < first_losses[0]
 
 
+class _StepSizes(keras.callbacks.Callback):
+    """Records the optimiser's step size at the end of every epoch."""
+
+    def __init__(self):
+        super().__init__()
+        self.rates = []
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.rates.append(float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate)))
+
+
+def test_learning_rate_decays_per_epoch_across_warm_starts(tiny_data):
+    X, y = tiny_data
+    recorder = _StepSizes()
+    params = {"epochs": 3, "learning_rate": 0.04, "learning_rate_decay": 0.5}
+    estimator = PointerNetworkOrderer(**{**SMALL, **params}, callbacks=[recorder])
+    estimator.set_params(warm_start=True).fit(X, y)
+    np.testing.assert_allclose(recorder.rates, [0.04, 0.02, 0.01], rtol=1e-6)
+    estimator.set_params(epochs=2).fit(X, y)  # epochs 3 and 4 of the same network
+    np.testing.assert_allclose(recorder.rates[3:], [0.005, 0.0025], rtol=1e-6)
+    estimator.set_params(learning_rate=0.1, learning_rate_decay=1.0, epochs=1).fit(X, y)
+    np.testing.assert_allclose(recorder.rates[5:], [0.1], rtol=1e-6)
+    estimator.set_params(warm_start=False, epochs=2, learning_rate_decay=0.5).fit(X, y)
+    np.testing.assert_allclose(recorder.rates[6:], [0.1, 0.05], rtol=1e-6)
+
+
 def test_n_features_in_is_features_per_step():
     X, y = make_convex_hull(n_samples=50, n_points=6, random_state=0)
     estimator = PointerNetworkOrderer(**SMALL).fit(X, y)
@@ -265,7 +291,14 @@ def test_bad_training_input_is_reported_by_sample(X, y, message):
 
 @pytest.mark.parametrize(
     ("param", "value"),
-    [("hidden_size", -1), ("cell", "transformer"), ("attention", "cosine"), ("dropout", 1.5)],
+    [
+        ("hidden_size", -1),
+        ("cell", "transformer"),
+        ("attention", "cosine"),
+        ("dropout", 1.5),
+        ("learning_rate_decay", 0.0),
+        ("learning_rate_decay", 1.5),
+    ],
 )
 def test_bad_hyperparameters_raise_naming_them(tiny_data, param, value):
     X, y = tiny_data

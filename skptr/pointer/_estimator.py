@@ -5,6 +5,7 @@ from __future__ import annotations
 from numbers import Integral, Real
 from typing import ClassVar
 
+import keras
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
@@ -61,6 +62,15 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         Sequences per gradient step.
     learning_rate : float, default=3e-3
         Step size of the Adam optimiser.
+    learning_rate_decay : float, default=1.0
+        Factor by which the step size shrinks after every epoch: epoch ``k``, counted
+        from the first ``fit`` and on across warm starts, trains at ``learning_rate *
+        learning_rate_decay ** k`` (so a warm start also takes up a ``learning_rate``
+        changed by ``set_params``). The default keeps the step size constant. Under a
+        time budget of many short epochs a decay pays: on convex hulls of 10 points,
+        300 s of training with ``bidirectional=False`` (17 epochs of 100,000) reached
+        0.77 exact hulls with ``learning_rate_decay=0.87`` and 0.71 without (see the
+        user guide).
     clipnorm : float or None, default=1.0
         Maximum gradient norm.
     validation_fraction : float, default=0.0
@@ -117,6 +127,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         "dropout": [Interval(Real, 0, 1, closed="left")],
         "decode": [StrOptions({"greedy", "beam"})],
         "beam_width": [Interval(Integral, 1, None, closed="left")],
+        "learning_rate_decay": [Interval(Real, 0, 1, closed="right")],
     }
 
     def __init__(
@@ -132,6 +143,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         epochs=20,
         batch_size=128,
         learning_rate=3e-3,
+        learning_rate_decay=1.0,
         clipnorm=1.0,
         validation_fraction=0.0,
         early_stopping=False,
@@ -152,6 +164,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         self.epochs = epochs
         self.batch_size = batch_size
         self.learning_rate = learning_rate
+        self.learning_rate_decay = learning_rate_decay
         self.clipnorm = clipnorm
         self.validation_fraction = validation_fraction
         self.early_stopping = early_stopping
@@ -192,6 +205,12 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
 
     def _loss(self):
         return masked_pointer_crossentropy
+
+    def _fit_callbacks(self, has_validation):
+        callbacks = super()._fit_callbacks(has_validation)
+        epochs_done = len(self.history_.get("loss", []))
+        schedule = _DecayingLearningRate(self.learning_rate, self.learning_rate_decay, epochs_done)
+        return [schedule, *callbacks]
 
     # ------------------------------------------------------------- inference
     def _decoder_batch_size(self, n_positions):
@@ -301,3 +320,27 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         real = targets >= 0
         picked = np.take_along_axis(log_probs, np.maximum(targets, 0)[..., None], axis=-1)
         return (picked[..., 0] * real).sum(axis=1)
+
+
+class _DecayingLearningRate(keras.callbacks.Callback):
+    """Sets the step size of epoch ``k`` of the estimator to ``initial * decay ** k``.
+
+    Parameters
+    ----------
+    initial : float
+        Step size of the first epoch.
+    decay : float
+        Factor per epoch.
+    epochs_done : int
+        Epochs of earlier fits of the same network (warm starts).
+    """
+
+    def __init__(self, initial, decay, epochs_done):
+        super().__init__()
+        self.initial = initial
+        self.decay = decay
+        self.epochs_done = epochs_done
+
+    def on_epoch_begin(self, epoch, logs=None):
+        rate = self.initial * self.decay ** (self.epochs_done + epoch)
+        self.model.optimizer.learning_rate.assign(rate)
