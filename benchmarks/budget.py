@@ -217,9 +217,10 @@ def _per_task(value, task):
 
 
 def pointer_budget(config, log):
-    """Accuracy of the default pointer network after a budget of training seconds.
+    """Accuracy of the pointer network after a budget of training seconds.
 
-    The estimator (defaults, ``random_state=0``) trains one epoch per ``fit`` call with
+    The estimator (defaults, then each preset, ``random_state=0``) trains one epoch per
+    ``fit`` call with
     ``warm_start=True`` until ``seconds`` of training time have passed; after every
     epoch, greedy decoding of ``n_curve`` test instances is scored outside the clock.
     At the end, greedy and beam-search decoding are scored on all ``n_test``.
@@ -231,14 +232,15 @@ def pointer_budget(config, log):
         points; ``tsp20``, labelled by LKH-3 and skipped without ``elkai``),
         ``seconds`` and ``n_train`` (the pool's size), each a number or a dict by task,
         ``n_test``, ``n_curve``, ``beam_width``, ``params`` (hyperparameters other than
-        the defaults).
+        the defaults), and optionally ``presets`` (name to hyperparameters) run on the
+        ``preset_tasks`` after the defaults.
     log : callable
         Progress printer.
 
     Returns
     -------
     list of dict
-        One row per task, with its curve.
+        One row per task and settings, with its curve.
     """
     rows = []
     for task in config["tasks"]:
@@ -246,42 +248,56 @@ def pointer_budget(config, log):
             log("tsp20 skipped: its labels need the elkai package (LKH-3)")
             continue
         with Stopwatch() as label_watch:
-            X, y = _training_pool(task, _per_task(config["n_train"], task))
-            X_test, y_test = _numpy_task(task, config["n_test"], seed=1000)
-        curve_X, curve_y = X_test[: config["n_curve"]], y_test[: config["n_curve"]]
-        est = PointerNetworkOrderer(**config["params"], epochs=1, warm_start=True, random_state=0)
-        seconds = _per_task(config["seconds"], task)
-        trained, curve = 0.0, []
-        while trained < seconds:
-            with Stopwatch() as watch:
-                est.fit(X, y)
-            trained += watch.elapsed
-            point = {"seconds": trained, "epoch": est.n_iter_}
-            point.update(_scores(task, curve_X, curve_y, est.predict(curve_X)))
-            curve.append(point)
-        row = {
-            "task": task,
-            "backend": keras.backend.backend(),
-            "seconds": trained,
-            "epochs": est.n_iter_,
-            "n_train": len(X),
-            "n_test": len(X_test),
-            "budget_s": seconds,
-            "labelling_s": label_watch.elapsed,
-            "params": config["params"],
-            "curve": curve,
-        }
-        for method, width in (("greedy", 1), ("beam", config["beam_width"])):
-            est.set_params(decode=method, beam_width=width)
-            est.predict(X_test)  # compiles the decoder for this shape
-            with Stopwatch() as watch:
-                prediction = est.predict(X_test)
-            name = "greedy" if method == "greedy" else f"beam{width}"
-            row[name] = _scores(task, X_test, y_test, prediction)
-            row[f"{name}_ms_per_instance"] = 1000 * watch.elapsed / len(X_test)
-        log(
-            f"{task} after {trained:.0f} s ({est.n_iter_} epochs): greedy {row['greedy']}, "
-            f"beam {row['beam' + str(config['beam_width'])]}"
-        )
-        rows.append(row)
+            data = (
+                *_training_pool(task, _per_task(config["n_train"], task)),
+                *_numpy_task(task, config["n_test"], seed=1000),
+            )
+        settings = {"defaults": config["params"]}
+        if task in config.get("preset_tasks", ()):
+            settings.update(config.get("presets", {}))
+        for name, params in settings.items():
+            row = _budget_run(config, task, data, name, params, log)
+            rows.append({**row, "labelling_s": label_watch.elapsed})
     return rows
+
+
+def _budget_run(config, task, data, name, params, log):
+    """One row of :func:`pointer_budget`: train with ``params`` on ``data = (X, y,
+    X_test, y_test)`` for the task's budget and score it."""
+    X, y, X_test, y_test = data
+    curve_X, curve_y = X_test[: config["n_curve"]], y_test[: config["n_curve"]]
+    est = PointerNetworkOrderer(**params, epochs=1, warm_start=True, random_state=0)
+    seconds = _per_task(config["seconds"], task)
+    trained, curve = 0.0, []
+    while trained < seconds:
+        with Stopwatch() as watch:
+            est.fit(X, y)
+        trained += watch.elapsed
+        point = {"seconds": trained, "epoch": est.n_iter_}
+        point.update(_scores(task, curve_X, curve_y, est.predict(curve_X)))
+        curve.append(point)
+    row = {
+        "task": task,
+        "settings": name,
+        "backend": keras.backend.backend(),
+        "seconds": trained,
+        "epochs": est.n_iter_,
+        "n_train": len(X),
+        "n_test": len(X_test),
+        "budget_s": seconds,
+        "params": params,
+        "curve": curve,
+    }
+    for method, width in (("greedy", 1), ("beam", config["beam_width"])):
+        est.set_params(decode=method, beam_width=width)
+        est.predict(X_test)  # compiles the decoder for this shape
+        with Stopwatch() as watch:
+            prediction = est.predict(X_test)
+        decoding = "greedy" if method == "greedy" else f"beam{width}"
+        row[decoding] = _scores(task, X_test, y_test, prediction)
+        row[f"{decoding}_ms_per_instance"] = 1000 * watch.elapsed / len(X_test)
+    log(
+        f"{task} ({name}) after {trained:.0f} s ({est.n_iter_} epochs): greedy "
+        f"{row['greedy']}, beam {row['beam' + str(config['beam_width'])]}"
+    )
+    return row

@@ -228,15 +228,20 @@ def _plot_sort8(curves, path):
 def _plot_budget(rows, path):
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(rows), figsize=(3.6 * len(rows), 3.4))
-    for ax, row in zip(np.atleast_1d(axes), rows, strict=True):
-        metric = "tour_ratio" if row["task"].startswith("tsp") else "exact"
-        seconds = [point["seconds"] for point in row["curve"]]
-        ax.plot(seconds, [point[metric] for point in row["curve"]], marker="o")
+    tasks = list(dict.fromkeys(row["task"] for row in rows))
+    fig, axes = plt.subplots(1, len(tasks), figsize=(3.6 * len(tasks), 3.4))
+    for ax, task in zip(np.atleast_1d(axes), tasks, strict=True):
+        metric = "tour_ratio" if task.startswith("tsp") else "exact"
+        for row in (row for row in rows if row["task"] == task):
+            seconds = [point["seconds"] for point in row["curve"]]
+            values = [point[metric] for point in row["curve"]]
+            ax.plot(seconds, values, marker="o", label=row.get("settings", "defaults"))
         ax.set_xlabel("training seconds (2 CPU cores)")
-        ax.set_title(f"{row['task']}: {'tour / best' if metric == 'tour_ratio' else metric}")
+        ax.set_title(f"{task}: {'tour / best' if metric == 'tour_ratio' else metric}")
         ax.grid(alpha=0.3)
-    fig.suptitle("Pointer network, defaults: greedy decoding against training time")
+        if len(ax.get_lines()) > 1:
+            ax.legend(fontsize="small")
+    fig.suptitle("Pointer network: greedy decoding against training time")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -284,10 +289,21 @@ def _budget_blocks(section):
     rows = section["results"]
     commit = section["device"].get("skptr_commit", "?")
     blocks = [heading("Pointer network after a budget of training seconds", 2)]
+    presets = {
+        row["settings"]: row["params"]
+        for row in rows
+        if row.get("settings", "defaults") != "defaults"
+    }
+    preset_text = "".join(
+        f' The preset "{name}" sets '
+        + ", ".join(f"`{key}={value!r}`" for key, value in params.items())
+        + "."
+        for name, params in presets.items()
+    )
     blocks.append(
         para(
-            f"The default `PointerNetworkOrderer` (skptr at {commit}, "
-            f"{rows[0]['backend']}, `random_state=0`) trains one epoch per `fit` call "
+            f"The `PointerNetworkOrderer` with its defaults, or a preset below (skptr at "
+            f"{commit}, {rows[0]['backend']}, `random_state=0`), trains one epoch per `fit` call "
             "(`warm_start=True`) on a pool of training instances until the training time "
             "reaches the budget (300 s, 1,200 s for hull50 and tsp20). The pools come from "
             "`skptr.datasets`, but hull50's mixes 5 to 50 points (Vinyals et al.'s "
@@ -295,6 +311,8 @@ def _budget_blocks(section):
             "test instances are drawn with NumPy and labelled by the benchmark (SciPy's "
             "hull, exact Held-Karp tours for 10 cities, LKH-3 tours for 20, `argsort`); "
             "tour ratios are against those tours. Evaluation time is not counted."
+            + preset_text
+            + section.get("note", "")
         )
     )
     table_rows = []
@@ -304,6 +322,7 @@ def _budget_blocks(section):
         table_rows.append(
             [
                 row["task"],
+                row.get("settings", "defaults"),
                 f"{row['seconds']:.0f} s, {row['epochs']} epochs of {row['n_train']:,}",
                 metric.replace("_", " "),
                 f"{row['greedy'][metric]:.3f}",
@@ -313,7 +332,15 @@ def _budget_blocks(section):
         )
     blocks.append(
         table(
-            ["task", "training", "metric", "greedy", "beam 3", "ms per instance (greedy / beam)"],
+            [
+                "task",
+                "settings",
+                "training",
+                "metric",
+                "greedy",
+                "beam 3",
+                "ms per instance (greedy / beam)",
+            ],
             table_rows,
         )
     )
