@@ -5,10 +5,11 @@ TorchPointerReference` side by side at one size (convex hulls of 10 points, one-
 unidirectional LSTMs of 128 units, batch 128), interleaving their repeats so that a load
 spike hits both sides of a ratio; the reference runs in a process of its own (in one
 process, the two libraries' thread pools slowed both sides by a third or more).
-``pointer_budget`` trains the default estimator for a fixed number of seconds of
-training time per task and records accuracy against those seconds; test sets are drawn
-with plain NumPy and labelled here (SciPy's hull, exact Held-Karp tours, LKH-3 tours
-from the ``elkai`` package for 20 cities, ``argsort``), not by :mod:`skptr.datasets`.
+``pointer_budget`` trains the default estimator, and presets of it, for a fixed number of
+seconds of training time per task and records accuracy against those seconds; test sets
+are drawn with plain NumPy and labelled here (SciPy's hull, exact Held-Karp tours, LKH-3
+tours from the ``elkai`` package for 20 cities, ``argsort``), not by
+:mod:`skptr.datasets`.
 """
 
 from __future__ import annotations
