@@ -101,7 +101,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         True when some training targets were shorter than their inputs; the network
         then predicts an end of output, and ``predict`` pads with -1 after it.
     history_ : dict of list of float
-        Per-epoch ``loss`` (and ``val_loss``).
+        Per-epoch ``loss``, ``learning_rate`` (and ``val_loss``).
     n_iter_ : int
         Number of epochs trained.
 
@@ -209,7 +209,10 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
     def _fit_callbacks(self, has_validation):
         callbacks = super()._fit_callbacks(has_validation)
         epochs_done = len(self.history_.get("loss", []))
-        schedule = _DecayingLearningRate(self.learning_rate, self.learning_rate_decay, epochs_done)
+        initial, decay = self.learning_rate, self.learning_rate_decay
+        schedule = keras.callbacks.LearningRateScheduler(
+            lambda epoch: initial * decay ** (epochs_done + epoch)
+        )
         return [schedule, *callbacks]
 
     # ------------------------------------------------------------- inference
@@ -320,27 +323,3 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         real = targets >= 0
         picked = np.take_along_axis(log_probs, np.maximum(targets, 0)[..., None], axis=-1)
         return (picked[..., 0] * real).sum(axis=1)
-
-
-class _DecayingLearningRate(keras.callbacks.Callback):
-    """Sets the step size of epoch ``k`` of the estimator to ``initial * decay ** k``.
-
-    Parameters
-    ----------
-    initial : float
-        Step size of the first epoch.
-    decay : float
-        Factor per epoch.
-    epochs_done : int
-        Epochs of earlier fits of the same network (warm starts).
-    """
-
-    def __init__(self, initial, decay, epochs_done):
-        super().__init__()
-        self.initial = initial
-        self.decay = decay
-        self.epochs_done = epochs_done
-
-    def on_epoch_begin(self, epoch, logs=None):
-        rate = self.initial * self.decay ** (self.epochs_done + epoch)
-        self.model.optimizer.learning_rate.assign(rate)
