@@ -435,6 +435,7 @@ def transduction(config, log):
                     "init_scores": [float(x) for x in getattr(est, "init_scores_", [])],
                     "snap_gates": bool(getattr(est, "snap_gates_", False)),
                     "state_bptt_steps": getattr(est, "state_bptt_steps_", None),
+                    "gate_noise_start": getattr(est, "gate_noise_start_", None),
                     "final_loss": float(est.history_["loss"][-1]),
                     "fit_s": round(fit_watch.elapsed, 1),
                     "test_s": round(test_watch.elapsed, 1),

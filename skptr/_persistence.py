@@ -368,6 +368,9 @@ STATE_SCHEMAS = {
             "None or an int >= 0",
             lambda value: value is None or (type(value) is int and value >= 0),
         ),
+        "gate_noise_start_": _Rule(
+            "a float in [0, 1]", lambda value: type(value) is float and 0.0 <= value <= 1.0
+        ),
     },
 }
 

@@ -26,6 +26,9 @@ __all__ = ["NeuralStackTransducer"]
 # ``gate_noise="auto"``: the standard deviation of the training noise on the push and
 # pop logits.
 _AUTO_GATE_NOISE = 1.0
+# ``gate_noise_start="auto"``: the noise start of each initialisation of ``n_init``, in
+# turn (late noise first, which most tasks learn best with).
+_AUTO_NOISE_STARTS = (0.6, 0.6, 0.0, 0.0)
 # With ``n_init > 1``, the share of the training samples held out to compare the
 # initialisations (rounded down: fits of fewer than 10 samples train one).
 _SELECTION_FRACTION = 0.1
@@ -86,12 +89,18 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         errors add up along longer inputs: a queue that pops a little more than it
         pushed drifts further and further past the item it should read. ``"auto"`` is
         1.0.
-    gate_noise_start : float in [0, 1], default=0.6
-        Share of the epochs trained without gate noise before it is switched on. Noise
-        from the first epoch keeps some initialisations from learning the task at all;
-        switched on once the controller has learned it with soft strengths, it makes
-        them whole. A warm start adds the noise from the epoch this share of
-        ``epochs`` points to, counting the epochs of the earlier fits.
+    gate_noise_start : float in [0, 1] or "auto", default="auto"
+        Share of the epochs trained without gate noise before it is switched on. Some
+        tasks are learned only with noise from the first epoch (duplicating a string
+        with the queue), while on others that noise keeps most initialisations from
+        learning at all, and noise switched on once the controller has learned the task
+        with soft strengths makes them whole (reversal with the stack). ``"auto"``
+        tries both: the initialisations of ``n_init`` take 0.6 and 0 in turn, two
+        each (0.6, 0.6, 0, 0, 0.6, ...), so that with the alternation of
+        ``state_bptt_steps="auto"`` every four of them cover both truncations with
+        both starts. ``gate_noise_start_`` records the kept network's. A warm start
+        adds the noise from the epoch this share of ``epochs`` points to, counting the
+        epochs of the earlier fits.
     reset_cell_state : bool or "auto", default="auto"
         LSTM controllers only: start every step from a zero cell state, so that the
         previous step's output is the controller's only recurrent state. With
@@ -190,6 +199,9 @@ class NeuralStackTransducer(SequenceEstimatorBase):
     state_bptt_steps_ : int or None
         The truncation of backpropagation through the controller's state that the
         kept network was trained with (see ``state_bptt_steps``).
+    gate_noise_start_ : float
+        The share of the epochs the kept network was trained without gate noise (see
+        ``gate_noise_start``).
 
     See Also
     --------
@@ -230,7 +242,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
             None,
         ],
         "gate_noise": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
-        "gate_noise_start": [Interval(Real, 0, 1, closed="both")],
+        "gate_noise_start": [Interval(Real, 0, 1, closed="both"), StrOptions({"auto"})],
         "reset_cell_state": ["boolean", StrOptions({"auto"})],
         "snap_gates": ["boolean", StrOptions({"auto"})],
         "n_init": [Interval(Integral, 1, None, closed="left")],
@@ -250,7 +262,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         push_bias=0.0,
         state_bptt_steps="auto",
         gate_noise="auto",
-        gate_noise_start=0.6,
+        gate_noise_start="auto",
         reset_cell_state="auto",
         snap_gates="auto",
         n_init=8,
@@ -331,6 +343,12 @@ class NeuralStackTransducer(SequenceEstimatorBase):
             return steps
         return None if steps == 0 else 0
 
+    def _noise_start_of(self, index):
+        """The ``gate_noise_start`` of the initialisation numbered ``index``."""
+        if self.gate_noise_start == "auto":
+            return _AUTO_NOISE_STARTS[index % len(_AUTO_NOISE_STARTS)]
+        return float(self.gate_noise_start)
+
     def _resolved_gate_noise(self):
         if self.gate_noise == "auto":
             return _AUTO_GATE_NOISE
@@ -371,6 +389,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         snap = self.snap_gates in (True, "auto")
         if not warm:
             self.state_bptt_steps_ = self._resolved_bptt_steps()
+            self.gate_noise_start_ = self._noise_start_of(0)
         if warm or self.n_init == 1 or n_held_out == 0:
             self._train(data, warm, seeds)
             if not warm:
@@ -395,16 +414,18 @@ class NeuralStackTransducer(SequenceEstimatorBase):
             return rounded, max(options, key=lambda option: option[0])
 
         best, best_score, scores = None, -1.0, []
-        stalled = []  # (lowest early loss, seed, truncation) of each abandoned one
+        stalled = []  # (lowest early loss, seed, (truncation, noise start)) of each abandoned one
         steps = self.state_bptt_steps_
-        for _ in range(self.n_init):
+        for index in range(self.n_init):
             candidate, seed, watch = self._shallow_copy(), seeds.next(), StalledStartWatch()
             candidate.state_bptt_steps_ = steps
+            candidate.gate_noise_start_ = self._noise_start_of(index)
             candidate._train(training, False, SeedStream(seed), callbacks=[watch])
             steps = self._bptt_steps_after(steps, any_stalled=bool(stalled) or watch.stalled)
             if watch.stalled:
                 scores.append(np.nan)
-                stalled.append((watch.best_loss, seed, candidate.state_bptt_steps_))
+                settings = (candidate.state_bptt_steps_, candidate.gate_noise_start_)
+                stalled.append((watch.best_loss, seed, settings))
                 continue
             rounded, (score, candidate_snap) = assessed(candidate)
             scores.append(rounded)
@@ -415,7 +436,9 @@ class NeuralStackTransducer(SequenceEstimatorBase):
                 best, best_score = (candidate, candidate_snap), score
         if best is None:  # every initialisation stalled: train the least stalled one fully
             candidate = self._shallow_copy()
-            _, seed, candidate.state_bptt_steps_ = min(stalled, key=lambda run: run[:2])
+            _, seed, (candidate.state_bptt_steps_, candidate.gate_noise_start_) = min(
+                stalled, key=lambda run: run[:2]
+            )
             candidate._train(training, False, SeedStream(seed))
             best = (candidate, assessed(candidate)[1][1])
         candidate, candidate.snap_gates_ = best
@@ -426,7 +449,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         callbacks = super()._fit_callbacks(has_validation)
         if getattr(self.network_.controller, "gate_noise_scale", None) is not None:
             epochs_done = len(self.history_.get("loss", []))
-            first_noisy = math.ceil(self.gate_noise_start * self.epochs) - epochs_done
+            first_noisy = math.ceil(self.gate_noise_start_ * self.epochs) - epochs_done
             callbacks.insert(0, _GateNoiseFrom(max(first_noisy, 0)))
         return callbacks
 
