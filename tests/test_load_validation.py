@@ -172,6 +172,11 @@ def _set_state(**values):
             _set_state(state_bptt_steps_=-1),
             r"state_bptt_steps_ must be None or an int >= 0, got -1",
         ),
+        (
+            "transducer_file",
+            _set_state(gate_noise_start_=1.5),
+            r"gate_noise_start_ must be a float in \[0, 1\], got 1.5",
+        ),
     ],
     ids=[
         "shadows a method",
@@ -186,6 +191,7 @@ def _set_state(**values):
         "bad dtype",
         "infinite ratio",
         "negative truncation",
+        "bad noise start",
     ],
 )
 def test_fitted_attributes_follow_the_schema(request, tmp_path, estimator_file, change, message):

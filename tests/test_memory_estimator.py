@@ -356,6 +356,37 @@ def test_when_every_initialisation_stalls_the_least_stalled_is_trained_again(
     assert loaded.state_bptt_steps_ is None and loaded.network_.state_bptt_steps is None
 
 
+def test_auto_noise_start_gives_initialisations_late_and_early_noise_two_by_two(
+    monkeypatch, tmp_path
+):
+    _scripted_stalls(monkeypatch, [(False, 0.3)] * 5)
+    recorder = _NoiseScales()
+    scores = [0.5, 0.5, 0.4, 0.4, 0.7, 0.7, 0.6, 0.6, 0.2, 0.2]  # rounded, soft
+    est, trained = _scripted_selection(
+        monkeypatch, scores, n_init=5, epochs=5, callbacks=[recorder]
+    )
+    # Late noise switches on at epoch ceil(0.6 * 5) = 3, early noise at epoch 0.
+    late, early = [0.0, 0.0, 0.0, 1.0, 1.0], [1.0] * 5
+    assert recorder.scales == late + late + early + early + late
+    assert est.network_ is trained[2] and est.gate_noise_start_ == 0.0
+    est.set_params(callbacks=None).save(tmp_path / "early.skptr")
+    assert skptr.load(tmp_path / "early.skptr").gate_noise_start_ == 0.0
+    # A fixed start holds for every initialisation.
+    fixed = NeuralStackTransducer(gate_noise_start=0.3)
+    assert [fixed._noise_start_of(i) for i in range(5)] == [0.3] * 5
+
+
+def test_the_least_stalled_initialisation_is_retrained_with_its_noise_start(monkeypatch):
+    _scripted_stalls(monkeypatch, [(True, 1.7), (True, 1.6), (True, 1.2)])
+    recorder = _NoiseScales()
+    est, trained = _scripted_selection(
+        monkeypatch, [0.3, 0.3], n_init=3, epochs=5, callbacks=[recorder]
+    )
+    assert len(trained) == 4 and est.gate_noise_start_ == 0.0
+    assert recorder.scales[-5:] == [1.0] * 5
+    assert est.state_bptt_steps_ == 0  # initialisation 2's truncation
+
+
 def test_a_real_stalled_run_stops_after_its_first_epochs():
     from skptr.memory._curriculum import STALL_EPOCHS
 
