@@ -26,9 +26,11 @@ __all__ = ["NeuralStackTransducer"]
 # ``gate_noise="auto"``: the standard deviation of the training noise on the push and
 # pop logits.
 _AUTO_GATE_NOISE = 1.0
-# ``gate_noise_start="auto"``: the noise start of each initialisation of ``n_init``, in
-# turn (late noise first, which most tasks learn best with).
-_AUTO_NOISE_STARTS = (0.6, 0.6, 0.0, 0.0)
+# ``gate_noise_start="auto"``: the noise start of the first ``n_init`` initialisations
+# (late, once the task is learned), and of the up to ``n_init`` more tried when none of
+# those is exact (from the first epoch).
+_LATE_NOISE_START = 0.6
+_EARLY_NOISE_START = 0.0
 # With ``n_init > 1``, the share of the training samples held out to compare the
 # initialisations (rounded down: fits of fewer than 10 samples train one).
 _SELECTION_FRACTION = 0.1
@@ -95,10 +97,10 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         with the queue), while on others that noise keeps most initialisations from
         learning at all, and noise switched on once the controller has learned the task
         with soft strengths makes them whole (reversal with the stack). ``"auto"``
-        tries both: the initialisations of ``n_init`` take 0.6 and 0 in turn, two
-        each (0.6, 0.6, 0, 0, 0.6, ...), so that with the alternation of
-        ``state_bptt_steps="auto"`` every four of them cover both truncations with
-        both starts. ``gate_noise_start_`` records the kept network's. A warm start
+        tries both: the ``n_init`` initialisations start the noise after 0.6 of the
+        epochs; if none of them predicts the held-out samples exactly, up to ``n_init``
+        more start it from the first epoch (with a memory; a network without one has
+        no gates). ``gate_noise_start_`` records the kept network's. A warm start
         adds the noise from the epoch this share of ``epochs`` points to, counting the
         epochs of the earlier fits.
     reset_cell_state : bool or "auto", default="auto"
@@ -119,12 +121,14 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         best held-out score is reached with soft ones. Training always uses the soft
         strengths.
     n_init : int, default=8
-        Number of initialisations tried, as in scikit-learn's ``KMeans``. With more
-        than one, 10 % of the training samples are held out and each initialisation is
-        trained on the rest and scored on them (fine accuracy of greedy predictions,
-        with the rounding of ``snap_gates``). Training stops at the first
-        initialisation that predicts every held-out sample exactly, so a fit that finds
-        the algorithm at once costs one training run; otherwise the best one is kept.
+        Number of initialisations tried, as in scikit-learn's ``KMeans`` (with
+        ``gate_noise_start="auto"``, up to ``n_init`` more with another noise start
+        when none of them is exact). With more than one, 10 % of the training samples
+        are held out and each initialisation is trained on the rest and scored on them
+        (fine accuracy of greedy predictions, with the rounding of ``snap_gates``).
+        Training stops at the first initialisation that predicts every held-out sample
+        exactly, so a fit that finds the algorithm at once costs one training run;
+        otherwise the best one is kept.
         Whether a controller finds the algorithm depends on its initialisation; one
         that did not, or that fits its training lengths only with soft strengths, makes
         errors on the held-out samples once its strengths are rounded. Most of the
@@ -189,11 +193,12 @@ class NeuralStackTransducer(SequenceEstimatorBase):
     n_iter_ : int
         Number of epochs trained.
     init_scores_ : ndarray of shape (n_initialisations_tried,)
-        Held-out fine accuracy of each initialisation tried by the last ``fit`` (with
-        rounded strengths, unless ``snap_gates=False``), in training order, NaN for
-        those abandoned because they stalled; empty when that fit trained only one
-        (``n_init=1``, or fewer than 10 samples). A warm start keeps the scores of the
-        fit it continues.
+        Held-out fine accuracy of each initialisation tried by the last ``fit``, with
+        rounded strengths unless ``snap_gates=False``, in training order (up to
+        ``n_init`` of them, or twice as many with ``gate_noise_start="auto"`` and a
+        memory), NaN for those abandoned because they stalled; empty when that fit
+        trained only one (``n_init=1``, or fewer than 10 samples). A warm start keeps
+        the scores of the fit it continues.
     snap_gates_ : bool
         Whether ``predict`` rounds the push and pop strengths (see ``snap_gates``).
     state_bptt_steps_ : int or None
@@ -343,11 +348,12 @@ class NeuralStackTransducer(SequenceEstimatorBase):
             return steps
         return None if steps == 0 else 0
 
-    def _noise_start_of(self, index):
-        """The ``gate_noise_start`` of the initialisation numbered ``index``."""
-        if self.gate_noise_start == "auto":
-            return _AUTO_NOISE_STARTS[index % len(_AUTO_NOISE_STARTS)]
-        return float(self.gate_noise_start)
+    def _noise_starts(self):
+        """The ``gate_noise_start`` of each initialisation that may be tried, in order."""
+        if self.gate_noise_start != "auto":
+            return [float(self.gate_noise_start)] * self.n_init
+        late = [_LATE_NOISE_START] * self.n_init
+        return late if self.memory is None else late + [_EARLY_NOISE_START] * self.n_init
 
     def _resolved_gate_noise(self):
         if self.gate_noise == "auto":
@@ -389,7 +395,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         snap = self.snap_gates in (True, "auto")
         if not warm:
             self.state_bptt_steps_ = self._resolved_bptt_steps()
-            self.gate_noise_start_ = self._noise_start_of(0)
+            self.gate_noise_start_ = self._noise_starts()[0]
         if warm or self.n_init == 1 or n_held_out == 0:
             self._train(data, warm, seeds)
             if not warm:
@@ -416,10 +422,10 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         best, best_score, scores = None, -1.0, []
         stalled = []  # (lowest early loss, seed, (truncation, noise start)) of each abandoned one
         steps = self.state_bptt_steps_
-        for index in range(self.n_init):
+        for noise_start in self._noise_starts():
             candidate, seed, watch = self._shallow_copy(), seeds.next(), StalledStartWatch()
             candidate.state_bptt_steps_ = steps
-            candidate.gate_noise_start_ = self._noise_start_of(index)
+            candidate.gate_noise_start_ = noise_start
             candidate._train(training, False, SeedStream(seed), callbacks=[watch])
             steps = self._bptt_steps_after(steps, any_stalled=bool(stalled) or watch.stalled)
             if watch.stalled:
