@@ -221,7 +221,10 @@ def _scripted_selection(monkeypatch, scores, **params):
     X, y = make_transduction(
         "reversal", n_samples=40, min_length=1, max_length=4, vocab_size=2, random_state=0
     )
-    est = NeuralStackTransducer(random_state=0, **{**SMALL, "epochs": 1, **params}).fit(X, y)
+    # One noise start unless a test asks for "auto", whose extra initialisations would
+    # need more scripted scores.
+    params = {**SMALL, "epochs": 1, "gate_noise_start": 0.6, **params}
+    est = NeuralStackTransducer(random_state=0, **params).fit(X, y)
     return est, trained
 
 
@@ -356,35 +359,47 @@ def test_when_every_initialisation_stalls_the_least_stalled_is_trained_again(
     assert loaded.state_bptt_steps_ is None and loaded.network_.state_bptt_steps is None
 
 
-def test_auto_noise_start_gives_initialisations_late_and_early_noise_two_by_two(
+def test_auto_noise_start_tries_early_noise_when_no_late_initialisation_is_exact(
     monkeypatch, tmp_path
 ):
-    _scripted_stalls(monkeypatch, [(False, 0.3)] * 5)
+    _scripted_stalls(monkeypatch, [(False, 0.3)] * 6)
     recorder = _NoiseScales()
-    scores = [0.5, 0.5, 0.4, 0.4, 0.7, 0.7, 0.6, 0.6, 0.2, 0.2]  # rounded, soft
-    est, trained = _scripted_selection(
-        monkeypatch, scores, n_init=5, epochs=5, callbacks=[recorder]
-    )
+    scores = [0.5, 0.5, 0.4, 0.4, 0.3, 0.3, 0.7, 0.7, 0.6, 0.6, 0.2, 0.2]  # rounded, soft
+    params = {"n_init": 3, "epochs": 5, "gate_noise_start": "auto", "callbacks": [recorder]}
+    est, trained = _scripted_selection(monkeypatch, scores, **params)
     # Late noise switches on at epoch ceil(0.6 * 5) = 3, early noise at epoch 0.
     late, early = [0.0, 0.0, 0.0, 1.0, 1.0], [1.0] * 5
-    assert recorder.scales == late + late + early + early + late
-    assert est.network_ is trained[2] and est.gate_noise_start_ == 0.0
+    assert recorder.scales == 3 * late + 3 * early
+    np.testing.assert_allclose(est.init_scores_, [0.5, 0.4, 0.3, 0.7, 0.6, 0.2])
+    assert est.network_ is trained[3] and est.gate_noise_start_ == 0.0
     est.set_params(callbacks=None).save(tmp_path / "early.skptr")
     assert skptr.load(tmp_path / "early.skptr").gate_noise_start_ == 0.0
-    # A fixed start holds for every initialisation.
-    fixed = NeuralStackTransducer(gate_noise_start=0.3)
-    assert [fixed._noise_start_of(i) for i in range(5)] == [0.3] * 5
+
+
+def test_auto_noise_start_stops_at_an_exact_late_initialisation(monkeypatch):
+    _scripted_stalls(monkeypatch, [(False, 0.3)] * 2)
+    est, trained = _scripted_selection(
+        monkeypatch, [0.5, 0.5, 1.0], n_init=3, gate_noise_start="auto"
+    )
+    np.testing.assert_allclose(est.init_scores_, [0.5, 1.0])
+    assert est.network_ is trained[1] and est.gate_noise_start_ == 0.6
+
+
+def test_noise_starts_of_each_setting():
+    assert NeuralStackTransducer(n_init=2)._noise_starts() == [0.6, 0.6, 0.0, 0.0]
+    # Without a memory there are no gates: no second round.
+    assert NeuralStackTransducer(memory=None, n_init=2)._noise_starts() == [0.6, 0.6]
+    assert NeuralStackTransducer(n_init=3, gate_noise_start=0.3)._noise_starts() == [0.3] * 3
 
 
 def test_the_least_stalled_initialisation_is_retrained_with_its_noise_start(monkeypatch):
-    _scripted_stalls(monkeypatch, [(True, 1.7), (True, 1.6), (True, 1.2)])
+    _scripted_stalls(monkeypatch, [(True, 1.7), (True, 1.6), (True, 1.5), (True, 1.2)])
     recorder = _NoiseScales()
-    est, trained = _scripted_selection(
-        monkeypatch, [0.3, 0.3], n_init=3, epochs=5, callbacks=[recorder]
-    )
-    assert len(trained) == 4 and est.gate_noise_start_ == 0.0
+    params = {"n_init": 2, "epochs": 5, "gate_noise_start": "auto", "callbacks": [recorder]}
+    est, trained = _scripted_selection(monkeypatch, [0.3, 0.3], **params)
+    assert len(trained) == 5 and est.gate_noise_start_ == 0.0
     assert recorder.scales[-5:] == [1.0] * 5
-    assert est.state_bptt_steps_ == 0  # initialisation 2's truncation
+    assert est.state_bptt_steps_ is None  # initialisation 3's truncation: 0, None, 0, None
 
 
 def test_a_real_stalled_run_stops_after_its_first_epochs():
@@ -406,9 +421,10 @@ def test_a_real_stalled_run_stops_after_its_first_epochs():
     params = {**SMALL, "epochs": STALL_EPOCHS + 2, "n_init": 2, "learning_rate": 1e-7}
     params["batch_size"] = 64  # one step per epoch: short fits run eagerly
     est = NeuralStackTransducer(random_state=0, callbacks=[EpochsPerRun()], **params).fit(X, y)
-    np.testing.assert_array_equal(est.init_scores_, [np.nan, np.nan])
-    # Both stopped after their first epochs; the least stalled was then trained fully.
-    assert runs == [STALL_EPOCHS, STALL_EPOCHS, STALL_EPOCHS + 2]
+    np.testing.assert_array_equal(est.init_scores_, [np.nan] * 4)
+    # All four (two with late gate noise, two with early) stopped after their first
+    # epochs; the least stalled was then trained fully.
+    assert runs == [STALL_EPOCHS] * 4 + [STALL_EPOCHS + 2]
     assert est.n_iter_ == STALL_EPOCHS + 2
 
 
