@@ -387,8 +387,9 @@ def test_auto_noise_start_stops_at_an_exact_late_initialisation(monkeypatch):
 
 def test_noise_starts_of_each_setting():
     assert NeuralStackTransducer(n_init=2)._noise_starts() == [0.6, 0.6, 0.0, 0.0]
-    # Without a memory there are no gates: no second round.
+    # Without a memory there are no gates, and without noise no start: no second round.
     assert NeuralStackTransducer(memory=None, n_init=2)._noise_starts() == [0.6, 0.6]
+    assert NeuralStackTransducer(gate_noise=0.0, n_init=2)._noise_starts() == [0.6, 0.6]
     assert NeuralStackTransducer(n_init=3, gate_noise_start=0.3)._noise_starts() == [0.3] * 3
 
 

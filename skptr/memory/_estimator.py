@@ -99,10 +99,10 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         with soft strengths makes them whole (reversal with the stack). ``"auto"``
         tries both: the ``n_init`` initialisations start the noise after 0.6 of the
         epochs; if none of them predicts the held-out samples exactly, up to ``n_init``
-        more start it from the first epoch (with a memory; a network without one has
-        no gates). ``gate_noise_start_`` records the kept network's. A warm start
-        adds the noise from the epoch this share of ``epochs`` points to, counting the
-        epochs of the earlier fits.
+        more start it from the first epoch (with a memory and ``gate_noise`` above 0).
+        ``gate_noise_start_`` records the kept network's. A warm start adds the noise
+        from the epoch this share of ``epochs`` points to, counting the epochs of the
+        earlier fits.
     reset_cell_state : bool or "auto", default="auto"
         LSTM controllers only: start every step from a zero cell state, so that the
         previous step's output is the controller's only recurrent state. With
@@ -353,7 +353,9 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         if self.gate_noise_start != "auto":
             return [float(self.gate_noise_start)] * self.n_init
         late = [_LATE_NOISE_START] * self.n_init
-        return late if self.memory is None else late + [_EARLY_NOISE_START] * self.n_init
+        if self.memory is None or self._resolved_gate_noise() == 0:
+            return late  # no gates, or no noise: the start would change nothing
+        return late + [_EARLY_NOISE_START] * self.n_init
 
     def _resolved_gate_noise(self):
         if self.gate_noise == "auto":
