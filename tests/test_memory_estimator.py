@@ -365,10 +365,10 @@ def test_auto_noise_start_tries_early_noise_when_no_late_initialisation_is_exact
     _scripted_stalls(monkeypatch, [(False, 0.3)] * 6)
     recorder = _NoiseScales()
     scores = [0.5, 0.5, 0.4, 0.4, 0.3, 0.3, 0.7, 0.7, 0.6, 0.6, 0.2, 0.2]  # rounded, soft
-    params = {"n_init": 3, "epochs": 5, "gate_noise_start": "auto", "callbacks": [recorder]}
+    params = {"n_init": 3, "epochs": 3, "gate_noise_start": "auto", "callbacks": [recorder]}
     est, trained = _scripted_selection(monkeypatch, scores, **params)
-    # Late noise switches on at epoch ceil(0.6 * 5) = 3, early noise at epoch 0.
-    late, early = [0.0, 0.0, 0.0, 1.0, 1.0], [1.0] * 5
+    # Late noise switches on at epoch ceil(0.6 * 3) = 2, early noise at epoch 0.
+    late, early = [0.0, 0.0, 1.0], [1.0] * 3
     assert recorder.scales == 3 * late + 3 * early
     np.testing.assert_allclose(est.init_scores_, [0.5, 0.4, 0.3, 0.7, 0.6, 0.2])
     assert est.network_ is trained[3] and est.gate_noise_start_ == 0.0
@@ -396,10 +396,10 @@ def test_noise_starts_of_each_setting():
 def test_the_least_stalled_initialisation_is_retrained_with_its_noise_start(monkeypatch):
     _scripted_stalls(monkeypatch, [(True, 1.7), (True, 1.6), (True, 1.5), (True, 1.2)])
     recorder = _NoiseScales()
-    params = {"n_init": 2, "epochs": 5, "gate_noise_start": "auto", "callbacks": [recorder]}
+    params = {"n_init": 2, "epochs": 3, "gate_noise_start": "auto", "callbacks": [recorder]}
     est, trained = _scripted_selection(monkeypatch, [0.3, 0.3], **params)
     assert len(trained) == 5 and est.gate_noise_start_ == 0.0
-    assert recorder.scales[-5:] == [1.0] * 5
+    assert recorder.scales[-3:] == [1.0] * 3
     assert est.state_bptt_steps_ is None  # initialisation 3's truncation: 0, None, 0, None
 
 
