@@ -422,7 +422,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
             return rounded, max(options, key=lambda option: option[0])
 
         best, best_score, scores = None, -1.0, []
-        stalled = []  # (lowest early loss, seed, (truncation, noise start)) of each abandoned one
+        stalled = []  # (lowest early loss, seed, truncation, noise start) of each abandoned one
         steps = self.state_bptt_steps_
         for noise_start in self._noise_starts():
             candidate, seed, watch = self._shallow_copy(), seeds.next(), StalledStartWatch()
@@ -432,8 +432,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
             steps = self._bptt_steps_after(steps, any_stalled=bool(stalled) or watch.stalled)
             if watch.stalled:
                 scores.append(np.nan)
-                settings = (candidate.state_bptt_steps_, candidate.gate_noise_start_)
-                stalled.append((watch.best_loss, seed, settings))
+                stalled.append((watch.best_loss, seed, candidate.state_bptt_steps_, noise_start))
                 continue
             rounded, (score, candidate_snap) = assessed(candidate)
             scores.append(rounded)
@@ -444,9 +443,8 @@ class NeuralStackTransducer(SequenceEstimatorBase):
                 best, best_score = (candidate, candidate_snap), score
         if best is None:  # every initialisation stalled: train the least stalled one fully
             candidate = self._shallow_copy()
-            _, seed, (candidate.state_bptt_steps_, candidate.gate_noise_start_) = min(
-                stalled, key=lambda run: run[:2]
-            )
+            least_stalled = min(stalled, key=lambda run: run[:2])
+            _, seed, candidate.state_bptt_steps_, candidate.gate_noise_start_ = least_stalled
             candidate._train(training, False, SeedStream(seed))
             best = (candidate, assessed(candidate)[1][1])
         candidate, candidate.snap_gates_ = best
