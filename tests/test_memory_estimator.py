@@ -502,6 +502,8 @@ def _strings(rng, task, n_samples, low, high):
         ("reversal", "stack", 7),
         ("copy", "queue", 0),
         ("copy", "queue", 2),
+        ("copy", "deque", 0),
+        ("copy", "deque", 1),
     ],
 )
 def test_learns_the_algorithm_and_generalises_far(task, memory, seed):
@@ -513,3 +515,36 @@ def test_learns_the_algorithm_and_generalises_far(task, memory, seed):
     X_far, y_far = _strings(rng, task, 100, 41, 64)
     assert coarse_accuracy(y_near, est.predict(X_near)) >= 0.95
     assert fine_accuracy(y_far, est.predict(X_far)) >= 0.95
+
+
+@pytest.mark.parametrize(
+    ("memory", "push_bias", "expected"),
+    [
+        ("stack", "auto", [0.0]),
+        ("queue", "auto", [0.0]),
+        ("deque", "auto", [0.0, -1.5]),
+        ("deque", 0.5, [0.5, 0.5]),
+        ("stack", -2.0, [-2.0]),
+    ],
+)
+def test_push_bias_initialises_each_end(reversal_data, memory, push_bias, expected):
+    X, y = reversal_data
+    est = NeuralStackTransducer(
+        memory=memory, push_bias=push_bias, epochs=1, batch_size=60, n_init=1, random_state=0
+    ).fit(X, y)
+    controller = est._build_network(seed=0).controller  # the untrained initialisation
+    n_ends = len(expected)
+    head_bias = keras.ops.convert_to_numpy(controller.head_bias)
+    np.testing.assert_array_equal(head_bias[:n_ends], expected)
+    np.testing.assert_array_equal(head_bias[n_ends : 2 * n_ends], [-1.0] * n_ends)
+    assert controller.get_config()["push_bias"] == expected
+
+
+def test_push_bias_per_end_must_match_the_memory():
+    from skptr.memory._memories import push_biases
+
+    assert push_biases(0.5, 2) == (0.5, 0.5)
+    assert push_biases([0.0, -1.5], 2) == (0.0, -1.5)
+    assert push_biases(1.0, 0) == ()
+    with pytest.raises(ValueError, match=r"one value per memory end \(1\), got 2"):
+        push_biases([0.0, -1.5], 1)

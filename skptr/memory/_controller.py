@@ -19,7 +19,7 @@ from keras import ops
 
 from .._backend import scan
 from .._random import SeedStream
-from ._memories import initial_memory, memory_ends, memory_step
+from ._memories import initial_memory, memory_ends, memory_step, push_biases
 
 __all__ = ["CELLS", "MemoryController"]
 
@@ -43,8 +43,9 @@ class MemoryController(keras.layers.Layer):
         Width of the vectors pushed to the memory.
     pop_bias : float, default=-1.0
         Initial bias of the pop strength (before the sigmoid).
-    push_bias : float, default=0.0
-        Initial bias of the push strength (before the sigmoid).
+    push_bias : float or sequence of float, default=0.0
+        Initial bias of the push strength (before the sigmoid): one value for every
+        end, or one per end (top first for the deque).
     state_bptt_steps : int or None, default=None
         How many steps back gradients flow through the controller's own recurrent
         state (``h``, and ``c`` for the LSTM); ``None`` is full backpropagation through
@@ -102,7 +103,6 @@ class MemoryController(keras.layers.Layer):
         self.cell = cell
         self.memory_width = int(memory_width)
         self.pop_bias = float(pop_bias)
-        self.push_bias = float(push_bias)
         self.state_bptt_steps = None if state_bptt_steps is None else int(state_bptt_steps)
         self.gate_noise = float(gate_noise)
         self.reset_cell_state = bool(reset_cell_state)
@@ -117,6 +117,7 @@ class MemoryController(keras.layers.Layer):
             self.seed_generator = seeds.seed_generator("gate_noise_seed")
         self.n_ends = 0 if memory is None else memory_ends(memory)
         self.read_size = self.n_ends * self.memory_width
+        self.push_bias = push_biases(push_bias, self.n_ends)
         self.supports_masking = True
 
     # ------------------------------------------------------------------ weights
@@ -171,7 +172,7 @@ class MemoryController(keras.layers.Layer):
         k = self.n_ends
         return ops.concatenate(
             [
-                ops.full((k,), self.push_bias, dtype=dtype),
+                ops.convert_to_tensor(self.push_bias, dtype=dtype),
                 ops.full((k,), self.pop_bias, dtype=dtype),
                 ops.zeros((self.read_size,), dtype=dtype),
             ]
@@ -442,7 +443,7 @@ class MemoryController(keras.layers.Layer):
             cell=self.cell,
             memory_width=self.memory_width,
             pop_bias=self.pop_bias,
-            push_bias=self.push_bias,
+            push_bias=list(self.push_bias),
             state_bptt_steps=self.state_bptt_steps,
             gate_noise=self.gate_noise,
             reset_cell_state=self.reset_cell_state,

@@ -31,6 +31,10 @@ _AUTO_GATE_NOISE = 1.0
 # those is exact (from the first epoch).
 _LATE_NOISE_START = 0.6
 _EARLY_NOISE_START = 0.0
+# ``push_bias="auto"``: the initial push bias of every end, except the deque's bottom end,
+# which starts nearly closed.
+_AUTO_PUSH_BIAS = 0.0
+_AUTO_DEQUE_BOTTOM_PUSH_BIAS = -1.5
 # With ``n_init > 1``, the share of the training samples held out to compare the
 # initialisations (rounded down: fits of fewer than 10 samples train one).
 _SELECTION_FRACTION = 0.1
@@ -66,8 +70,13 @@ class NeuralStackTransducer(SequenceEstimatorBase):
     pop_bias : float, default=-1.0
         Initial bias of the pop strength before its sigmoid (the paper's appendix B
         sets it to -1 so that young controllers do not empty their memory).
-    push_bias : float, default=0.0
-        Initial bias of the push strength before its sigmoid.
+    push_bias : float or "auto", default="auto"
+        Initial bias of the push strength before its sigmoid, at every end of the
+        memory. ``"auto"`` is 0.0, except at the deque's bottom end, which starts at
+        -1.5: with both ends pushing at strength 0.5, each end reads back only what it
+        pushed itself, and a young deque is two stacks that never learn to serve as a
+        queue (copy with the deque, lengths 2-16: 0 of 4 seeds with 0.0 at both ends,
+        4 of 4 with -1.5 at the bottom).
     state_bptt_steps : int, "auto" or None, default="auto"
         How many steps back gradients flow through the controller's own recurrent
         state; gradients through the memory are never truncated. Small values leave
@@ -240,7 +249,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         "embedding_dim": [Interval(Integral, 1, None, closed="left")],
         "memory_width": [Interval(Integral, 1, None, closed="left")],
         "pop_bias": [Real],
-        "push_bias": [Real],
+        "push_bias": [Real, StrOptions({"auto"})],
         "state_bptt_steps": [
             Interval(Integral, 0, None, closed="left"),
             StrOptions({"auto"}),
@@ -264,7 +273,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         embedding_dim=16,
         memory_width=32,
         pop_bias=-1.0,
-        push_bias=0.0,
+        push_bias="auto",
         state_bptt_steps="auto",
         gate_noise="auto",
         gate_noise_start="auto",
@@ -357,6 +366,13 @@ class NeuralStackTransducer(SequenceEstimatorBase):
             return late  # no gates, or no noise: the start would change nothing
         return late + [_EARLY_NOISE_START] * self.n_init
 
+    def _resolved_push_bias(self):
+        if self.push_bias != "auto":
+            return float(self.push_bias)
+        if self.memory == "deque":
+            return (_AUTO_PUSH_BIAS, _AUTO_DEQUE_BOTTOM_PUSH_BIAS)
+        return _AUTO_PUSH_BIAS
+
     def _resolved_gate_noise(self):
         if self.gate_noise == "auto":
             return _AUTO_GATE_NOISE
@@ -377,7 +393,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
             embedding_dim=self.embedding_dim,
             memory_width=self.memory_width,
             pop_bias=self.pop_bias,
-            push_bias=self.push_bias,
+            push_bias=self._resolved_push_bias(),
             state_bptt_steps=self.state_bptt_steps_,
             gate_noise=self._resolved_gate_noise(),
             reset_cell_state=self._resolved_reset_cell_state(self.state_bptt_steps_),

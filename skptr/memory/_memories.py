@@ -22,6 +22,8 @@ All strength updates and reads are vectorised over the slots with cumulative sum
 
 from __future__ import annotations
 
+from numbers import Real
+
 import numpy as np
 from keras import ops
 
@@ -32,6 +34,7 @@ __all__ = [
     "memory_ends",
     "memory_slots",
     "memory_step",
+    "push_biases",
     "queue_step",
     "stack_step",
     "unpadded_slots",
@@ -205,6 +208,31 @@ def memory_ends(kind):
     """
     _check_kind(kind)
     return 2 if kind == "deque" else 1
+
+
+def push_biases(push_bias, n_ends):
+    """The initial push bias of each end of a memory.
+
+    Parameters
+    ----------
+    push_bias : float or sequence of float
+        One bias for every end, or one per end (top first for the deque).
+    n_ends : int
+        Number of ends, as returned by :func:`memory_ends` (0 without a memory).
+
+    Returns
+    -------
+    tuple of float
+        ``n_ends`` biases.
+    """
+    if isinstance(push_bias, Real):
+        return (float(push_bias),) * n_ends
+    biases = tuple(float(bias) for bias in push_bias)
+    if len(biases) != n_ends:
+        raise ValueError(
+            f"push_bias needs one value per memory end ({n_ends}), got {len(biases)}."
+        )
+    return biases
 
 
 def memory_slots(kind, n_steps):

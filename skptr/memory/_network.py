@@ -51,8 +51,10 @@ class TransducerNetwork(keras.Model):
         Size of the token embeddings.
     memory_width : int
         Width of the memory vectors.
-    pop_bias, push_bias : float
-        Initial biases of the pop and push strengths.
+    pop_bias : float
+        Initial bias of the pop strengths.
+    push_bias : float or sequence of float
+        Initial bias of the push strengths, for every end or one per end.
     state_bptt_steps : int or None
         Truncation of the gradients through the controller's recurrent state (see
         :class:`~skptr.memory._controller.MemoryController`).
@@ -95,7 +97,6 @@ class TransducerNetwork(keras.Model):
         self.embedding_dim = int(embedding_dim)
         self.memory_width = int(memory_width)
         self.pop_bias = float(pop_bias)
-        self.push_bias = float(push_bias)
         self.state_bptt_steps = state_bptt_steps
         self.gate_noise = float(gate_noise)
         self.reset_cell_state = bool(reset_cell_state)
@@ -121,6 +122,7 @@ class TransducerNetwork(keras.Model):
             seed=seeds.next(),
             name="controller",
         )
+        self.push_bias = self.controller.push_bias
         self.readout = layers.Dense(
             self.n_output_tokens + 1, kernel_initializer=seeds.glorot_uniform(), name="readout"
         )
@@ -236,7 +238,7 @@ class TransducerNetwork(keras.Model):
             embedding_dim=self.embedding_dim,
             memory_width=self.memory_width,
             pop_bias=self.pop_bias,
-            push_bias=self.push_bias,
+            push_bias=list(self.push_bias),
             state_bptt_steps=self.state_bptt_steps,
             gate_noise=self.gate_noise,
             reset_cell_state=self.reset_cell_state,
