@@ -32,7 +32,7 @@ _AUTO_GATE_NOISE = 1.0
 _LATE_NOISE_START = 0.6
 _EARLY_NOISE_START = 0.0
 # ``push_bias="auto"``: the initial push bias of every end, except the deque's bottom end,
-# which starts nearly closed.
+# which starts low (a push strength of 0.18).
 _AUTO_PUSH_BIAS = 0.0
 _AUTO_DEQUE_BOTTOM_PUSH_BIAS = -1.5
 # With ``n_init > 1``, the share of the training samples held out to compare the
@@ -74,9 +74,9 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         Initial bias of the push strength before its sigmoid, at every end of the
         memory. ``"auto"`` is 0.0, except at the deque's bottom end, which starts at
         -1.5: with both ends pushing at strength 0.5, each end reads back only what it
-        pushed itself, and a young deque is two stacks that never learn to serve as a
-        queue (copy with the deque, lengths 2-16: 0 of 4 seeds with 0.0 at both ends,
-        4 of 4 with -1.5 at the bottom).
+        pushed itself: a young deque is two stacks, and rarely learns to serve as a
+        queue (copy with the deque, lengths 2-16, one initialisation: 0 of 4 seeds with
+        0.0 at both ends, 4 of 4 with -1.5 at the bottom).
     state_bptt_steps : int, "auto" or None, default="auto"
         How many steps back gradients flow through the controller's own recurrent
         state; gradients through the memory are never truncated. Small values leave
