@@ -12,6 +12,7 @@ from sklearn.model_selection import GridSearchCV
 import skptr
 from skptr.datasets import make_transduction
 from skptr.memory import NeuralStackTransducer
+from skptr.memory._memories import push_biases
 from skptr.metrics import coarse_accuracy, fine_accuracy
 
 SMALL = {"hidden_size": 16, "memory_width": 8, "embedding_dim": 8, "epochs": 2, "n_init": 1}
@@ -541,8 +542,6 @@ def test_push_bias_initialises_each_end(reversal_data, memory, push_bias, expect
 
 
 def test_push_bias_per_end_must_match_the_memory():
-    from skptr.memory._memories import push_biases
-
     assert push_biases(0.5, 2) == (0.5, 0.5)
     assert push_biases([0.0, -1.5], 2) == (0.0, -1.5)
     assert push_biases(1.0, 0) == ()
