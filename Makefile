@@ -20,13 +20,23 @@ export TF_CPP_MIN_LOG_LEVEL ?= 2
 demo: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=3 $(BIN)/python -m skptr demo
 
+# Two worker processes (pytest-xdist): one per core, since most of a test's time is
+# single-threaded tracing and Python; work stealing balances the long learning tests.
+PYTEST := $(BIN)/python -m pytest -q -n 2 --dist worksteal
+
+# JAX compiles every new model's functions; its persistent compilation cache lets a test
+# that fits the same architecture again (clones, refits, searches) reuse the executables.
+test test-jax: export JAX_COMPILATION_CACHE_DIR ?= $(abspath $(VENV))/jax-compilation-cache
+test test-jax: export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS ?= 0
+test test-jax: export JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES ?= 0
+
 test: $(STAMP)
-	$(BIN)/python -m pytest -q --durations=15
+	$(PYTEST) --durations=15
 	$(BIN)/ruff check .
 
 # The estimator, persistence, model-selection and learning tests on Keras' JAX backend,
 # with preprocessing, metrics and plotting (the other modules test backend-independent
-# code), one process per module, so that a crash in one module cannot hide the others.
+# code). A worker that crashes is reported and replaced, so it cannot hide other tests.
 JAX_TESTS ?= tests/test_pointer_estimator.py tests/test_pointer_network.py \
 	tests/test_memory_estimator.py tests/test_memory_memories.py tests/test_persistence.py \
 	tests/test_load_validation.py tests/test_model_selection.py tests/test_reliability.py \
@@ -34,10 +44,7 @@ JAX_TESTS ?= tests/test_pointer_estimator.py tests/test_pointer_network.py \
 	tests/test_metrics.py tests/test_plotting.py
 
 test-jax: $(STAMP)
-	@status=0; for module in $(JAX_TESTS); do \
-		echo "KERAS_BACKEND=jax pytest $$module"; \
-		KERAS_BACKEND=jax $(BIN)/python -m pytest -q --durations=5 $$module || status=1; \
-	done; exit $$status
+	KERAS_BACKEND=jax $(PYTEST) --durations=15 $(JAX_TESTS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
