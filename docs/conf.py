@@ -93,7 +93,8 @@ def setup(app):
 # -- Example gallery ------------------------------------------------------------------
 # SKPTR_DOCS_EXAMPLES selects the examples to run (a regular expression matched against
 # their paths); the default runs all of them. Examples that are not run are still
-# rendered, without their output.
+# rendered, without their output. SKPTR_DOCS_JOBS examples run at once (default 2, one
+# per core of the machines the documentation is built on).
 os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 warnings.filterwarnings("ignore", message="Matplotlib is currently using agg")
@@ -102,6 +103,7 @@ sphinx_gallery_conf = {
     "examples_dirs": str(Path(__file__).parent.parent / "examples"),
     "gallery_dirs": "auto_examples",
     "filename_pattern": os.environ.get("SKPTR_DOCS_EXAMPLES", "/plot_"),
+    "parallel": int(os.environ.get("SKPTR_DOCS_JOBS", "2")),
     "ignore_pattern": r"__init__\.py",
     "download_all_examples": False,
     "remove_config_comments": True,
