@@ -283,6 +283,8 @@ def test_bad_training_input_is_reported_by_sample(X, y, message):
         ("hidden_size", -1),
         ("cell", "transformer"),
         ("attention", "cosine"),
+        ("n_glimpses", -1),
+        ("n_glimpses", 1.5),
         ("dropout", 1.5),
         ("learning_rate_decay", 0.0),
         ("learning_rate_decay", 1.5),

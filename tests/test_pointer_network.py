@@ -123,9 +123,9 @@ def test_decoded_orderings_are_always_valid(lengths, allow_end, beam_width, seed
 _VALIDITY_NETWORKS = {flag: _network(allow_end=flag) for flag in (False, True)}
 
 
-@pytest.mark.parametrize("allow_end", [False, True])
-def test_beam_width_one_equals_greedy(allow_end):
-    network = _network(allow_end=allow_end, hidden_size=16)
+@pytest.mark.parametrize(("allow_end", "glimpses"), [(False, 0), (True, 0), (True, 1)])
+def test_beam_width_one_equals_greedy(allow_end, glimpses):
+    network = _network(allow_end=allow_end, hidden_size=16, glimpses=glimpses)
     values, lengths = _random_batch(np.random.RandomState(4), [6, 3, 5, 1, 6, 2, 4, 6])
     greedy = [np.asarray(t) for t in greedy_decode(network, values, lengths)]
     beam = [np.asarray(t) for t in beam_decode(network, values, lengths, 1)]
@@ -159,8 +159,9 @@ def test_exhaustive_beam_finds_the_most_likely_permutation():
         assert float(log_likelihood[i]) == pytest.approx(all_scores.max(), abs=1e-4)
 
 
-def test_decoder_log_likelihood_matches_teacher_forcing():
-    network = _network(hidden_size=16)
+@pytest.mark.parametrize("glimpses", [0, 2])
+def test_decoder_log_likelihood_matches_teacher_forcing(glimpses):
+    network = _network(hidden_size=16, glimpses=glimpses)
     values, lengths = _random_batch(np.random.RandomState(6), [5, 5])
     for decoded in (
         greedy_decode(network, values, lengths),
@@ -181,8 +182,52 @@ def test_decoder_model_runs_compiled_and_handles_new_lengths():
     _check_valid(outputs["orderings"], lengths, allow_end=False)
 
 
+def test_glimpses_match_their_equation_and_look_at_allowed_positions_only():
+    network = _network(attention="dot", glimpses=2)
+    rng = np.random.RandomState(8)
+    keys = rng.normal(size=(2, 5, network.width)).astype("float32")
+    queries = rng.normal(size=(2, network.width)).astype("float32")
+    allowed = np.array([[True, False, True, True, False], [False, True, True, False, True]])
+    logits = np.asarray(network.pointer_logits(queries, keys, network.prepare_keys(keys), allowed))
+    expected = queries
+    for _ in range(2):
+        scores = np.where(allowed, np.einsum("nd,npd->np", expected, keys), -np.inf)
+        expected = np.einsum("np,npd->nd", _softmax(scores), keys)
+    expected_logits = np.einsum("nd,npd->np", expected, keys)
+    np.testing.assert_allclose(logits[allowed], expected_logits[allowed], rtol=1e-4, atol=1e-5)
+    assert np.all(_softmax(logits)[~allowed] == 0.0)
+
+
+def test_glimpses_ignore_the_encodings_of_disallowed_positions():
+    network = _network(glimpses=1)
+    rng = np.random.RandomState(9)
+    keys = rng.normal(size=(1, 4, network.width)).astype("float32")
+    queries = rng.normal(size=(1, 3, network.width)).astype("float32")
+    allowed = np.array(
+        [[[True, True, True, False], [True, False, True, False], [False, False, True, False]]]
+    )
+    changed = keys.copy()
+    changed[0, 3] = rng.normal(size=network.width)
+    before, after = (
+        np.asarray(network.pointer_logits(queries, k, network.prepare_keys(k), allowed))
+        for k in (keys, changed)
+    )
+    np.testing.assert_allclose(before[allowed], after[allowed], rtol=1e-5)
+
+
+def test_glimpses_leave_the_other_initial_weights_unchanged():
+    plain, glimpsing = (
+        {w.path.split("/", 1)[1]: np.asarray(w) for w in network.weights}
+        for network in (_network(), _network(glimpses=1))
+    )
+    extra = set(glimpsing) - set(plain)
+    assert extra and all(path.startswith("glimpse/") for path in extra)
+    for path, weight in plain.items():
+        np.testing.assert_array_equal(weight, glimpsing[path])
+
+
 def test_network_config_round_trip():
-    network = _network(attention="dot", cell="gru")
+    network = _network(attention="dot", cell="gru", glimpses=2)
     clone = PointerNetwork.from_config(network.get_config())
     assert clone.get_config() == network.get_config()
     assert isinstance(keras.saving.get_registered_object("skptr>PointerNetwork"), type)

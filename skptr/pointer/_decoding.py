@@ -11,7 +11,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
-from ._layers import NEGATIVE_LOGIT, masked_logits
+from ._layers import NEGATIVE_LOGIT
 
 __all__ = ["PointerDecoder", "beam_decode", "greedy_decode"]
 
@@ -71,7 +71,7 @@ def greedy_decode(network, values, lengths):
         Log-probability of the decoded ordering, end of output included.
     """
     keys, valid, states = network.encode(values, lengths, training=False)
-    prepared = network.attention.prepare_keys(keys)
+    prepared = network.prepare_keys(keys)
     n_samples = ops.shape(keys)[0]
     n_pointers = _static_or_dynamic(keys, 1)
     n_steps = n_pointers - 1
@@ -81,7 +81,7 @@ def greedy_decode(network, values, lengths):
         states, previous, chosen, finished, orderings, distributions, log_likelihood = carry
         output, states = network.decoder_step(network.decoder_inputs(keys, previous), states)
         allowed = ops.logical_and(valid, ops.logical_not(chosen))
-        logits = masked_logits(network.attention.score(output, prepared), allowed)
+        logits = network.pointer_logits(output, keys, prepared, allowed)
         log_probs = ops.log_softmax(logits, axis=-1)
         choice = ops.cast(ops.argmax(logits, axis=-1), "int32")
         chosen, emitted, finished, running = _advance(chosen, finished, choice, lengths, n_steps)
@@ -140,7 +140,7 @@ def beam_decode(network, values, lengths, beam_width):
     valid = ops.repeat(valid, width, axis=0)
     lengths = ops.repeat(ops.cast(lengths, "int32"), width, axis=0)
     states = [[ops.repeat(s, width, axis=0) for s in layer] for layer in states]
-    prepared = network.attention.prepare_keys(keys)
+    prepared = network.prepare_keys(keys)
     only_end = ops.arange(n_pointers)[None, :] == n_steps
     sample_offsets = ops.arange(n_samples, dtype="int32")[:, None] * width
 
@@ -148,7 +148,7 @@ def beam_decode(network, values, lengths, beam_width):
         states, previous, chosen, finished, scores, orderings, distributions = carry
         output, states = network.decoder_step(network.decoder_inputs(keys, previous), states)
         allowed = ops.logical_and(valid, ops.logical_not(chosen))
-        logits = masked_logits(network.attention.score(output, prepared), allowed)
+        logits = network.pointer_logits(output, keys, prepared, allowed)
         log_probs = ops.log_softmax(logits, axis=-1)
         probabilities = ops.exp(log_probs)
         continuation = ops.where(

@@ -50,6 +50,13 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         Number of stacked recurrent layers in encoder and decoder.
     attention : {"additive", "dot", "general"}, default="additive"
         Pointer scorer: ``vᵀ tanh(W1 e_j + W2 d_i)``, ``d_iᵀ e_j`` or ``d_iᵀ W e_j``.
+    n_glimpses : int, default=0
+        Glimpses before each pointing step (Bello et al. 2016): a second scorer of the
+        same kind attends over the positions still allowed, and the weighted mean of
+        their encodings replaces the decoder state as the pointer's query, so that
+        each position is compared with a summary of those left. Each glimpse costs
+        about one more attention per step. On convex hulls of 10 points one glimpse
+        learned more slowly per epoch than none (see the user guide).
     dropout : float, default=0.0
         Dropout on the embedding, between layers and on decoder outputs (training only).
     decode : {"greedy", "beam"}, default="greedy"
@@ -124,6 +131,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         "bidirectional": ["boolean"],
         "num_layers": [Interval(Integral, 1, None, closed="left")],
         "attention": [StrOptions({"additive", "dot", "general"})],
+        "n_glimpses": [Interval(Integral, 0, None, closed="left")],
         "dropout": [Interval(Real, 0, 1, closed="left")],
         "decode": [StrOptions({"greedy", "beam"})],
         "beam_width": [Interval(Integral, 1, None, closed="left")],
@@ -137,6 +145,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         bidirectional=True,
         num_layers=1,
         attention="additive",
+        n_glimpses=0,
         dropout=0.0,
         decode="greedy",
         beam_width=5,
@@ -158,6 +167,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         self.bidirectional = bidirectional
         self.num_layers = num_layers
         self.attention = attention
+        self.n_glimpses = n_glimpses
         self.dropout = dropout
         self.decode = decode
         self.beam_width = beam_width
@@ -197,6 +207,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
             bidirectional=self.bidirectional,
             num_layers=self.num_layers,
             attention=self.attention,
+            glimpses=self.n_glimpses,
             dropout=self.dropout,
             allow_end=self.ordered_subsets_,
             seed=seed,

@@ -265,6 +265,11 @@ class PointerNetwork(keras.Model):
         same cell, each started from the final state of the matching encoder layer.
     attention : {"additive", "dot", "general"}
         Pointer scorer, see :class:`PointerAttention`.
+    glimpses : int
+        Glimpses taken before pointing (Bello et al. 2016): each replaces the query
+        by the mean of the encodings of the allowed positions, weighted by a softmax
+        of a second scorer of the same kind, so that the pointer compares every
+        position with a summary of the others. 0 points with the decoder state.
     allow_end : bool
         Whether outputs may stop before all positions are used (ordered subsets).
     seed : int
@@ -282,6 +287,7 @@ class PointerNetwork(keras.Model):
         dropout=0.0,
         allow_end=False,
         seed=0,
+        glimpses=0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -290,6 +296,7 @@ class PointerNetwork(keras.Model):
         self.bidirectional = bidirectional
         self.num_layers = num_layers
         self.attention_kind = attention
+        self.glimpses = int(glimpses)
         self.dropout = dropout
         self.allow_end = allow_end
         self.seed = int(seed)
@@ -313,6 +320,15 @@ class PointerNetwork(keras.Model):
         )
         self.output_dropout = layers.Dropout(dropout, seed=seeds.next())
         self._vector_initializers = (seeds.normal(), seeds.normal())
+        # Drawn last, so that a network without glimpses keeps the weights it had
+        # before glimpses existed.
+        self.glimpse_attention = (
+            PointerAttention(
+                attention, units=hidden_size, width=width, seed=seeds.next(), name="glimpse"
+            )
+            if self.glimpses
+            else None
+        )
 
     def build_for(self, n_features):
         """Create all weights by running the network once on a dummy batch.
@@ -349,6 +365,8 @@ class PointerNetwork(keras.Model):
             shape=(width,), initializer=end_initializer, name="end_vector"
         )
         self.attention.build((None, None, width))
+        if self.glimpse_attention is not None:
+            self.glimpse_attention.build((None, None, width))
         super().build(input_shape)
 
     @property
@@ -388,6 +406,41 @@ class PointerNetwork(keras.Model):
             started = previous[:, :, None] >= 0
         return ops.where(started, gathered, ops.cast(self.start_vector, keys.dtype))
 
+    def prepare_keys(self, keys):
+        """Project the keys (n, P, D) once for the pointer and the glimpse scorers."""
+        glimpse_keys = (
+            None if self.glimpse_attention is None else self.glimpse_attention.prepare_keys(keys)
+        )
+        return self.attention.prepare_keys(keys), glimpse_keys
+
+    def pointer_logits(self, queries, keys, prepared, allowed):
+        """Masked pointer logits of decoder outputs, after the glimpses.
+
+        Parameters
+        ----------
+        queries : tensor of shape (n, D) or (n, S, D)
+            Decoder outputs.
+        keys : tensor of shape (n, P, D)
+            Encodings followed by the end vector.
+        prepared : tuple
+            :meth:`prepare_keys` of ``keys``.
+        allowed : bool tensor of shape (n, P) or (n, S, P)
+            Positions that may be chosen at each step; the glimpses look at them only.
+
+        Returns
+        -------
+        tensor of shape (n, P) or (n, S, P)
+        """
+        pointer_keys, glimpse_keys = prepared
+        for _ in range(self.glimpses):
+            scores = masked_logits(self.glimpse_attention.score(queries, glimpse_keys), allowed)
+            weights = ops.softmax(scores, axis=-1)
+            if len(queries.shape) == 2:
+                queries = ops.einsum("np,npd->nd", weights, keys)
+            else:
+                queries = ops.einsum("nsp,npd->nsd", weights, keys)
+        return masked_logits(self.attention.score(queries, pointer_keys), allowed)
+
     def decoder_step(self, inputs, states, training=None):
         """Run one decoder step for all layers; return (output, new states)."""
         hidden = inputs
@@ -411,13 +464,12 @@ class PointerNetwork(keras.Model):
         for layer, layer_states in zip(self.decoder_layers, states, strict=True):
             hidden = run_recurrent(layer, hidden, initial_state=layer_states, training=training)
         hidden = self.output_dropout(hidden, training=training)
-        logits = self.attention.score(hidden, self.attention.prepare_keys(keys))
         chosen = ops.one_hot(ops.maximum(targets, 0), n_pointers) * ops.cast(
             targets[:, :, None] >= 0, "float32"
         )
         chosen_before = ops.cumsum(chosen, axis=1) - chosen
         allowed = ops.logical_and(valid[:, None, :], chosen_before < 0.5)
-        return masked_logits(logits, allowed)
+        return self.pointer_logits(hidden, keys, self.prepare_keys(keys), allowed)
 
     def get_config(self):
         return {
@@ -427,6 +479,7 @@ class PointerNetwork(keras.Model):
             "bidirectional": self.bidirectional,
             "num_layers": self.num_layers,
             "attention": self.attention_kind,
+            "glimpses": self.glimpses,
             "dropout": self.dropout,
             "allow_end": self.allow_end,
             "seed": self.seed,
