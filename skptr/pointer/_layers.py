@@ -284,10 +284,10 @@ class PointerNetwork(keras.Model):
         bidirectional=True,
         num_layers=1,
         attention="additive",
+        glimpses=0,
         dropout=0.0,
         allow_end=False,
         seed=0,
-        glimpses=0,
         **kwargs,
     ):
         super().__init__(**kwargs)
