@@ -434,11 +434,7 @@ class PointerNetwork(keras.Model):
         pointer_keys, glimpse_keys = prepared
         for _ in range(self.glimpses):
             scores = masked_logits(self.glimpse_attention.score(queries, glimpse_keys), allowed)
-            weights = ops.softmax(scores, axis=-1)
-            if len(queries.shape) == 2:
-                queries = ops.einsum("np,npd->nd", weights, keys)
-            else:
-                queries = ops.einsum("nsp,npd->nsd", weights, keys)
+            queries = ops.einsum("n...p,npd->n...d", ops.softmax(scores, axis=-1), keys)
         return masked_logits(self.attention.score(queries, pointer_keys), allowed)
 
     def decoder_step(self, inputs, states, training=None):
