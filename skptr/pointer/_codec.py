@@ -13,6 +13,7 @@ import numpy as np
 
 from .._batches import TrainingData
 from .._sequences import check_numeric_sequences, check_orderings
+from ._cycles import canonical_indices, canonical_training
 
 __all__ = ["PointerCodec"]
 
@@ -28,22 +29,27 @@ class PointerCodec:
     ordered_subsets : bool
         Whether targets may stop before every position is used; their encoding then
         ends with the end-of-output pointer.
+    cycle : {None, "directed", "undirected"}
+        Whether targets are cycles (see :mod:`skptr.pointer._cycles`): they are then
+        encoded in their canonical rotation, and decoded orderings are returned from
+        their smallest index.
     """
 
     n_features: int | None = None
     ordered_subsets: bool = False
+    cycle: str | None = None
 
     @classmethod
     def of(cls, estimator):
-        """The codec of a fitted estimator (its fitted attributes)."""
-        return cls(estimator.n_features_in_, estimator.ordered_subsets_)
+        """The codec of a fitted estimator (its fitted attributes and ``cycle``)."""
+        return cls(estimator.n_features_in_, estimator.ordered_subsets_, estimator.cycle)
 
     def sequences(self, X):
         """Validate and pad input sequences (see :func:`check_numeric_sequences`)."""
         return check_numeric_sequences(X, n_features=self.n_features)
 
     @classmethod
-    def learn(cls, X, y):
+    def learn(cls, X, y, cycle=None):
         """Validate training data and return the codec fitted to it with its encoding.
 
         Parameters
@@ -52,6 +58,8 @@ class PointerCodec:
             Training sequences.
         y : array-like
             Target orderings.
+        cycle : {None, "directed", "undirected"}, default=None
+            Whether the targets are cycles.
 
         Returns
         -------
@@ -61,7 +69,7 @@ class PointerCodec:
         """
         sequences = check_numeric_sequences(X)
         orderings, lengths = check_orderings(y, sequences.lengths)
-        codec = cls(sequences.n_features, bool(np.any(lengths < sequences.lengths)))
+        codec = cls(sequences.n_features, bool(np.any(lengths < sequences.lengths)), cycle)
         return codec, codec._encode_training(sequences, orderings, lengths)
 
     def encode_training(self, X, y):
@@ -83,6 +91,10 @@ class PointerCodec:
         return self._encode_training(sequences, orderings, lengths)
 
     def _encode_training(self, sequences, orderings, ordering_lengths):
+        if self.cycle is not None:
+            orderings = canonical_training(
+                orderings, ordering_lengths, sequences.values, sequences.lengths, self.cycle
+            )
         targets = orderings
         if self.ordered_subsets:
             targets = np.full((len(orderings), orderings.shape[1] + 1), -1, dtype=np.int32)
@@ -107,9 +119,19 @@ class PointerCodec:
         lengths[: sequences.n_samples] = sequences.lengths
         return {"values": values, "lengths": lengths}
 
-    @staticmethod
-    def decode(outputs, n_samples):
+    def canonical(self, orderings, lengths):
+        """Cycles in the index convention predictions are returned in (unchanged when
+        the targets are not cycles); see :func:`~skptr.pointer._cycles.canonical_indices`.
+        """
+        if self.cycle is None:
+            return orderings
+        return canonical_indices(orderings, lengths, self.cycle)[0]
+
+    def decode(self, outputs, n_samples):
         """Orderings and pointer distributions from the decoder's outputs.
+
+        Cycles are turned to the index convention of :meth:`canonical`, and the
+        distributions of their steps move with them.
 
         Returns
         -------
@@ -119,5 +141,10 @@ class PointerCodec:
         """
         orderings = np.asarray(outputs["orderings"][:n_samples], dtype=np.int64)
         n_outputs = max(int((orderings >= 0).sum(axis=1).max()), 1)
+        orderings = orderings[:, :n_outputs]
         distributions = np.asarray(outputs["distributions"][:n_samples, :n_outputs])
-        return orderings[:, :n_outputs], distributions
+        if self.cycle is not None:
+            lengths = (orderings >= 0).sum(axis=1)
+            orderings, source = canonical_indices(orderings, lengths, self.cycle)
+            distributions = np.take_along_axis(distributions, source[..., None], axis=1)
+        return orderings, distributions

@@ -15,6 +15,7 @@ from .._batches import inference_rows, power_of_two_at_most, take
 from .._sequences import check_orderings
 from ..metrics import position_accuracy
 from ._codec import PointerCodec
+from ._cycles import CYCLE_KINDS
 from ._decoding import PointerDecoder
 from ._layers import PointerNetwork, masked_pointer_crossentropy
 
@@ -63,6 +64,21 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         Decoding used by ``predict``, ``predict_proba`` and ``score``.
     beam_width : int, default=5
         Hypotheses kept per sample when ``decode="beam"``.
+    cycle : {None, "directed", "undirected"}, default=None
+        Declares that each target is a cycle, so that its rotations are the same
+        answer (``"directed"``: a convex hull in counter-clockwise order) and, with
+        ``"undirected"``, its reversal too (a tour). The network is then trained on
+        the rotation of each cycle that starts at its member that comes first in
+        lexicographic order of the features (for points, the leftmost one), going on,
+        for ``"undirected"``, towards the lexicographically smaller of that member's
+        neighbours: a start the network can find from the values alone, where the
+        smallest index is only a position. ``predict`` returns each cycle from its
+        smallest index (for ``"undirected"``, towards its smaller-indexed neighbour),
+        the format of :func:`~skptr.datasets.make_convex_hull` and
+        :func:`~skptr.datasets.make_tsp`, and ``score`` compares cycles in that form,
+        whatever rotation the targets are given in. On convex hulls of 10 points,
+        ``"directed"`` raised the exact hulls after 4 epochs from 0.72 to 0.82 (see the
+        user guide).
     epochs : int, default=20
         Passes over the training data.
     batch_size : int, default=128
@@ -135,6 +151,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         "dropout": [Interval(Real, 0, 1, closed="left")],
         "decode": [StrOptions({"greedy", "beam"})],
         "beam_width": [Interval(Integral, 1, None, closed="left")],
+        "cycle": [None, StrOptions(set(CYCLE_KINDS))],
         "learning_rate_decay": [Interval(Real, 0, 1, closed="right")],
     }
 
@@ -149,6 +166,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         dropout=0.0,
         decode="greedy",
         beam_width=5,
+        cycle=None,
         epochs=20,
         batch_size=128,
         learning_rate=3e-3,
@@ -171,6 +189,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         self.dropout = dropout
         self.decode = decode
         self.beam_width = beam_width
+        self.cycle = cycle
         self.epochs = epochs
         self.batch_size = batch_size
         self.learning_rate = learning_rate
@@ -195,7 +214,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
     def _prepare_training_data(self, X, y, reset):
         if not reset:
             return PointerCodec.of(self).encode_training(X, y)
-        codec, data = PointerCodec.learn(X, y)
+        codec, data = PointerCodec.learn(X, y, self.cycle)
         self.n_features_in_ = codec.n_features
         self.ordered_subsets_ = codec.ordered_subsets
         return data
@@ -261,7 +280,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         outputs = {
             key: np.concatenate([np.asarray(b[key]) for b in batches]) for key in batches[0]
         }
-        return PointerCodec.decode(outputs, sequences.n_samples)
+        return PointerCodec.of(self).decode(outputs, sequences.n_samples)
 
     def predict(self, X):
         """Predict an ordering of each input sequence.
@@ -305,7 +324,8 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
 
         A position counts as correct when the chosen element equals the target
         element (all its features), so equal elements are interchangeable and ties in
-        sorting are not penalised.
+        sorting are not penalised. With ``cycle`` set, targets and predictions are
+        compared as cycles, each from its smallest index.
 
         Parameters
         ----------
@@ -320,7 +340,8 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
             Share of correctly placed elements.
         """
         sequences = self._sequences(X)
-        orderings, _ = check_orderings(y, sequences.lengths)
+        orderings, lengths = check_orderings(y, sequences.lengths)
+        orderings = PointerCodec.of(self).canonical(orderings, lengths)
         predictions = self._run_decoder(sequences)[0]
         return position_accuracy(orderings, predictions, X=sequences.values)
 
