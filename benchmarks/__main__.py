@@ -47,6 +47,17 @@ TRANSDUCTION_VOCAB = {
 #: a time budget"): about three times the sequences per second, and a step size that
 #: falls tenfold over the 17 epochs of 100,000 convex hulls that fit in 300 s.
 TIME_BUDGET_PRESET = {"bidirectional": False, "learning_rate_decay": 0.87}
+#: The same, with the cyclic targets declared (``cycle``): hulls keep their direction,
+#: tours may be reversed.
+CYCLES_PRESET = {
+    **TIME_BUDGET_PRESET,
+    "cycle": {
+        "hull10": "directed",
+        "hull50": "directed",
+        "tsp10": "undirected",
+        "tsp20": "undirected",
+    },
+}
 
 SEEDS = [0, 1, 2, 3, 4]
 #: Point 1 of the short protocol holds for every random_state from 0 to 7.
@@ -131,8 +142,11 @@ def configuration(quick):
                 "n_curve": 32,
                 "beam_width": 3,
                 "params": {},
-                "presets": {"time budget": TIME_BUDGET_PRESET},
-                "preset_tasks": ["hull10"],
+                "presets": {
+                    "time budget": TIME_BUDGET_PRESET,
+                    "time budget, cycle": CYCLES_PRESET,
+                },
+                "preset_tasks": {"time budget": ["hull10"], "time budget, cycle": ["hull10"]},
             },
             "pointer_speed": {
                 "tasks": ["sort8"],
@@ -225,8 +239,11 @@ def configuration(quick):
             "n_curve": 300,
             "beam_width": 3,
             "params": {},
-            "presets": {"time budget": TIME_BUDGET_PRESET},
-            "preset_tasks": ["hull10", "tsp10", "sort10"],
+            "presets": {"time budget": TIME_BUDGET_PRESET, "time budget, cycle": CYCLES_PRESET},
+            "preset_tasks": {
+                "time budget": ["hull10", "tsp10", "sort10"],
+                "time budget, cycle": ["hull10", "tsp10"],
+            },
         },
         "pointer_speed": {
             "tasks": ["sort8", "hull10", "tsp10"],

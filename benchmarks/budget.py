@@ -233,8 +233,9 @@ def pointer_budget(config, log):
         points; ``tsp20``, labelled by LKH-3 and skipped without ``elkai``),
         ``seconds`` and ``n_train`` (the pool's size), each a number or a dict by task,
         ``n_test``, ``n_curve``, ``beam_width``, ``params`` (hyperparameters other than
-        the defaults), and optionally ``presets`` (name to hyperparameters) run on the
-        ``preset_tasks`` after the defaults.
+        the defaults), and optionally ``presets`` (name to hyperparameters, each value
+        a value or a dict by task) run after the defaults on the ``preset_tasks`` (a
+        list, or a dict by preset name).
     log : callable
         Progress printer.
 
@@ -254,8 +255,9 @@ def pointer_budget(config, log):
                 *_numpy_task(task, config["n_test"], seed=1000),
             )
         settings = {"defaults": config["params"]}
-        if task in config.get("preset_tasks", ()):
-            settings.update(config.get("presets", {}))
+        for name, params in config.get("presets", {}).items():
+            if task in _per_task(config.get("preset_tasks", ()), name):
+                settings[name] = params
         for name, params in settings.items():
             row = _budget_run(config, task, data, name, params, log)
             rows.append({**row, "labelling_s": label_watch.elapsed})
@@ -267,7 +269,8 @@ def _budget_run(config, task, data, name, params, log):
     X_test, y_test)`` for the task's budget and score it."""
     X, y, X_test, y_test = data
     curve_X, curve_y = X_test[: config["n_curve"]], y_test[: config["n_curve"]]
-    est = PointerNetworkOrderer(**params, epochs=1, warm_start=True, random_state=0)
+    task_params = {key: _per_task(value, task) for key, value in params.items()}
+    est = PointerNetworkOrderer(**task_params, epochs=1, warm_start=True, random_state=0)
     seconds = _per_task(config["seconds"], task)
     trained, curve = 0.0, []
     while trained < seconds:
@@ -286,7 +289,7 @@ def _budget_run(config, task, data, name, params, log):
         "n_train": len(X),
         "n_test": len(X_test),
         "budget_s": seconds,
-        "params": params,
+        "params": task_params,
         "curve": curve,
     }
     for method, width in (("greedy", 1), ("beam", config["beam_width"])):
