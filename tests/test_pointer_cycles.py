@@ -1,10 +1,12 @@
 """Cyclic targets: the rotation the network learns and the one predictions come in."""
 
+import joblib
 import numpy as np
 import pytest
 from scipy.spatial import ConvexHull
 from sklearn.utils._param_validation import InvalidParameterError
 
+import skptr
 from skptr import PointerNetworkOrderer
 from skptr.metrics import sequence_accuracy
 from skptr.pointer._cycles import canonical_indices, canonical_training
@@ -122,6 +124,18 @@ def test_score_compares_cycles_in_any_rotation(cyclic_hull_model, hull_data):
     assert cyclic_hull_model.score(X[1000:], rotated) == cyclic_hull_model.score(
         X[1000:], y[1000:]
     )
+
+
+def test_saved_and_pickled_models_keep_the_cycle(cyclic_hull_model, hull_data, tmp_path):
+    X, _ = hull_data
+    expected = cyclic_hull_model.predict(X[1000:])
+    cyclic_hull_model.save(tmp_path / "hull.skptr")
+    loaded = skptr.load(tmp_path / "hull.skptr")
+    assert loaded.cycle == "directed"
+    np.testing.assert_array_equal(loaded.predict(X[1000:]), expected)
+    joblib.dump(cyclic_hull_model, tmp_path / "hull.joblib")
+    unpickled = joblib.load(tmp_path / "hull.joblib")
+    np.testing.assert_array_equal(unpickled.predict(X[1000:]), expected)
 
 
 def test_an_undirected_cycle_is_returned_towards_its_smaller_neighbour(hull_data):
