@@ -9,9 +9,13 @@ tours through six cities in the unit square, computed exactly by
 beside the optimal ones.
 
 The label of a closed tour starts at city 0 and, of its two directions, takes the one
-whose second city has the smaller index. Until the network has worked out that rule it
-cannot do better than a coin toss between the two directions, which shows as a plateau of
-the training loss near ln 2 before it drops.
+whose second city has the smaller index: a rule about positions, which a network learns
+slowly (until it has, the first step is a coin toss between the two directions).
+A tour has no first city and no direction, and ``cycle="undirected"`` says so: the
+estimator then trains on each tour from its leftmost city, towards the neighbour with
+the smaller ``x``, which the network can see in the coordinates, and hands its tours
+back in the label format, from city 0. On this data that takes the greedy tours from
+2.5% to 0.5% above the optimum, and the share of optimal tours found from 52% to 77%.
 """
 
 # %%
@@ -27,7 +31,7 @@ from skptr.plotting import plot_tour
 X, y = make_tsp(9000, n_cities=6, random_state=0)
 X_train, y_train, X_test, y_test = X[:8000], y[:8000], X[8000:], y[8000:]
 
-est = PointerNetworkOrderer(hidden_size=64, epochs=15, random_state=0)
+est = PointerNetworkOrderer(hidden_size=64, epochs=15, cycle="undirected", random_state=0)
 est.fit(X_train, y_train)
 print("training loss per epoch:", [round(loss, 3) for loss in est.history_["loss"]])
 
