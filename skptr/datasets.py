@@ -27,6 +27,7 @@ import numpy as np
 from scipy.spatial import ConvexHull
 from sklearn.utils import check_random_state
 
+from . import _itg
 from ._sequences import check_numeric_sequence
 
 __all__ = [
@@ -501,6 +502,32 @@ def _grammar_sentence(rng, length, sizes, *, gendered):
     return source, tuple(target)
 
 
+def _itg_transduction(task, n_samples, min_length, max_length, vocab_size, rng):
+    if task == "svo_sov":
+        n_function_words, n_classes, sentence = 1, 3, _itg.svo_sentence
+    else:
+        n_function_words, n_classes, sentence = 4, 4, _itg.gender_sentence
+    if vocab_size < n_function_words + n_classes:
+        raise ValueError(
+            f"task {task!r} needs vocab_size >= {n_function_words + n_classes} (one "
+            f"word per word class); got vocab_size={vocab_size}."
+        )
+    if min_length < 3:
+        raise ValueError(
+            f"task {task!r} makes sentences of at least 3 words; got min_length={min_length}."
+        )
+    lengths = _itg.lengths_in_range(task, min_length, max_length)
+    if lengths.size == 0:
+        raise ValueError(
+            f"task {task!r} makes no sentence of a length in min_length..max_length "
+            f"({min_length}..{max_length}): its sentences have 3 words, or 5 and more."
+        )
+    sizes = _itg.class_sizes(vocab_size, n_classes, n_function_words)
+    drawn = lengths[rng.randint(lengths.size, size=n_samples)]
+    pairs = [sentence(rng, int(n), sizes) for n in drawn]
+    return _object_array([s for s, _ in pairs]), _object_array([t for _, t in pairs])
+
+
 def _object_array(items):
     array = np.empty(len(items), dtype=object)
     for i, item in enumerate(items):
@@ -515,6 +542,7 @@ def make_transduction(
     max_length=64,
     vocab_size=128,
     *,
+    grammar="itg",
     random_state=None,
 ):
     """Generate a transduction task of Grefenstette et al. (2015).
@@ -529,20 +557,10 @@ def make_transduction(
         - ``"bigram_flip"``: the two tokens of each consecutive pair are swapped,
           ``a1 a2 a3 a4 -> a2 a1 a4 a3``; sources have even lengths only.
         - ``"svo_sov"``: sentences of a subject-verb-object language translated into a
-          subject-object-verb one. Noun phrases are ``[determiner] adjective* noun``,
-          optionally followed by a relative clause ``relative-pronoun verb
-          noun-phrase``. In the target every verb moves after its object, in the main
-          clause and in every relative clause, so nested clauses become
-          centre-embedded: ``n1 r0 v1 n2 r0 v2 n3 v3 n4`` becomes
-          ``N1 R0 N2 R0 N3 V2 V1 N4 V3``.
-        - ``"gender_conjugation"``: an English-like language with genderless
-          determiners and adjectives is translated word for word into a German-like
-          one where each determiner and adjective takes the gender of the noun it
-          precedes (possibly several adjectives later) and each relative pronoun the
-          gender of the noun it follows. Noun phrases are ``determiner adjective*
-          noun``, with relative clauses as above. The gender of noun ``n<i>`` is fixed
-          by the vocabulary (``i % 3``: masculine, feminine, neuter), so a model must
-          learn it per noun.
+          subject-object-verb one (see ``grammar``).
+        - ``"gender_conjugation"``: a language with genderless articles translated
+          word for word into one whose articles take the gender of their noun (see
+          ``grammar``).
 
     n_samples : int
         Number of (source, target) pairs.
@@ -550,12 +568,44 @@ def make_transduction(
         Source lengths are drawn uniformly from ``min_length..max_length`` (both
         included; for ``"bigram_flip"`` uniformly among the even lengths in that range).
         The paper trains on 8-64 and tests on 65-128. The grammar tasks need at least 3
-        (``"svo_sov"``) or 5 (``"gender_conjugation"``) words per sentence.
+        words per sentence; the paper's gender grammar (``grammar="itg"``) makes
+        sentences of 3 words, then of 5 or more, and the nested one of 5 or more.
     vocab_size : int, default=128
         For copy, reversal and bigram flipping, the number of distinct source symbols,
         drawn uniformly. For the grammar tasks, the number of distinct source words,
-        split into fixed word classes (at least 5: determiners, adjectives, nouns, verbs
-        and one relative pronoun); the target language has its own words.
+        split into fixed word classes, as evenly as the grammar allows (see
+        ``grammar``); the target language has its own words.
+    grammar : {"itg", "nested"}, default="itg"
+        The synchronous grammar of the two grammar tasks; ignored by the others.
+
+        - ``"itg"``: the paper's inversion transduction grammars (its Table 1).
+          In ``"svo_sov"``, a sentence is ``S VT O``, with subject and object phrases
+          ``S -> S S | S rp S VT | ST`` and ``O -> O O | S rp S VT | OT``; only the main
+          verb moves, behind the object, and relative clauses keep their order:
+          ``s1 v28 o5 s15 r0 s19 v16 o10`` becomes ``S1 O5 S15 R0 S19 V16 O10 V28``.
+          The words are subject nouns ``s<i>``, object nouns ``o<i>``, verbs ``v<i>``
+          and the relative pronoun ``r0`` (``vocab_size - 1`` split in three, at
+          least 4 words in all). In ``"gender_conjugation"``, a clause is
+          ``B -> B or B | NP and NP | NP V``, ``V -> W B | W``, ``NP -> the|a noun``,
+          with verbs ``w<i>`` and masculine, feminine and neuter nouns ``m<i>``,
+          ``f<i>``, ``n<i>`` (``vocab_size - 4`` split in four, at least 8 words).
+          It is translated word for word: nouns and verbs to capitals (``"M3"``),
+          ``and``/``or`` to ``und``/``oder``, and each article to ``der``, ``die``,
+          ``das``, ``ein`` or ``eine`` by the gender of the noun after it. Recursive
+          rules are chosen with the paper's probabilities among those that can reach
+          the sentence's length.
+        - ``"nested"``: harder grammars with noun phrases ``[determiner] adjective*
+          noun`` and relative clauses ``relative-pronoun verb noun-phrase``. In
+          ``"svo_sov"`` every verb moves after its object, in the main clause and in
+          every relative clause, so nested clauses become centre-embedded:
+          ``n1 r0 v1 n2 r0 v2 n3 v3 n4`` becomes ``N1 R0 N2 R0 N3 V2 V1 N4 V3``. In
+          ``"gender_conjugation"`` each determiner and adjective takes the gender of
+          the noun it precedes (possibly several adjectives later) and each relative
+          pronoun the gender of the noun it follows; noun phrases are ``determiner
+          adjective* noun``, and the gender of noun ``n<i>`` is fixed by the vocabulary
+          (``i % 3``: masculine, feminine, neuter), so a model must learn it per noun.
+          The words are determiners, adjectives, nouns, verbs and one relative pronoun
+          (at least 5 words).
     random_state : int, RandomState instance or None, default=None
         Seed or generator for reproducible output.
 
@@ -575,13 +625,17 @@ def make_transduction(
     - the same tasks with ``vocab_size > 52``: tuples of Python ints in
       ``range(vocab_size)``;
     - the grammar tasks, whatever ``vocab_size``: tuples of str tokens, one word per
-      token. Source words are a class letter and a number (``"d0"`` determiner,
-      ``"a3"`` adjective, ``"n7"`` noun, ``"v2"`` verb, ``"r0"`` relative pronoun);
-      target words use the capital letter of the class (``"N7"``), and in the gender
-      task the agreeing words end with their gender (``"D0f"``, ``"A3m"``, ``"R0n"``).
+      token. Source words are a class letter and a number (in the nested grammars
+      ``"d0"`` determiner, ``"a3"`` adjective, ``"n7"`` noun, ``"v2"`` verb, ``"r0"``
+      relative pronoun); target words use the capital letter of the class (``"N7"``),
+      and in the nested gender task the agreeing words end with their gender
+      (``"D0f"``, ``"A3m"``, ``"R0n"``).
 
-    The grammars are unambiguous (each word class decides the next parsing step), so
-    every source sentence has exactly one target. The word classes and the genders
+    The paper draws sentences from its grammars and rejects those outside the length
+    range; here each sentence is grown to a length drawn uniformly from the lengths in
+    range that the grammar can produce, as for the other tasks. The grammars are
+    unambiguous (each word class decides the next parsing step), so every source
+    sentence has exactly one target. The word classes and the genders
     depend only on ``vocab_size``, so sets drawn with different seeds (a training set
     and a longer test set, say) speak the same languages.
 
@@ -594,6 +648,9 @@ def make_transduction(
     >>> X, y = make_transduction("svo_sov", 1, min_length=5, max_length=5, random_state=0)
     >>> len(X[0]), len(y[0])
     (5, 5)
+    >>> X, y = make_transduction("gender_conjugation", 1, 3, 3, random_state=0)
+    >>> len(X[0]), y[0][0] in ("der", "die", "das", "ein", "eine")
+    (3, True)
     """
     if not isinstance(task, str) or task not in _TRANSDUCTION_TASKS:
         raise ValueError(
@@ -610,6 +667,10 @@ def make_transduction(
     vocab_size = _check_int(vocab_size, "vocab_size", 1)
     rng = check_random_state(random_state)
 
+    if grammar not in ("itg", "nested"):
+        raise ValueError(f"grammar must be 'itg' or 'nested'; got {grammar!r}.")
+    if task in ("svo_sov", "gender_conjugation") and grammar == "itg":
+        return _itg_transduction(task, n_samples, min_length, max_length, vocab_size, rng)
     if task in ("svo_sov", "gender_conjugation"):
         gendered = task == "gender_conjugation"
         shortest = 5 if gendered else 3

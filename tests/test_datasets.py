@@ -435,7 +435,9 @@ def test_reference_translations_on_explicit_sentences():
 
 @pytest.mark.parametrize("vocab_size", [5, 12, 128])
 def test_svo_sov_targets_match_reference(vocab_size):
-    X, y = make_transduction("svo_sov", 300, 3, 40, vocab_size=vocab_size, random_state=0)
+    X, y = make_transduction(
+        "svo_sov", 300, 3, 40, vocab_size=vocab_size, grammar="nested", random_state=0
+    )
     classes = set()
     for source, target in zip(X, y, strict=True):
         assert isinstance(source, tuple) and isinstance(target, tuple)
@@ -448,7 +450,7 @@ def test_svo_sov_targets_match_reference(vocab_size):
 
 
 def test_svo_sov_has_nested_clauses():
-    _, y = make_transduction("svo_sov", 200, 30, 40, random_state=0)
+    _, y = make_transduction("svo_sov", 200, 30, 40, grammar="nested", random_state=0)
     verb_runs = [
         max(len(list(g)) for k, g in itertools.groupby(t, word_class) if k == "V") for t in y
     ]
@@ -458,7 +460,13 @@ def test_svo_sov_has_nested_clauses():
 @pytest.mark.parametrize("vocab_size", [5, 128])
 def test_gender_conjugation_targets_match_reference(vocab_size):
     X, y = make_transduction(
-        "gender_conjugation", 300, 5, 40, vocab_size=vocab_size, random_state=0
+        "gender_conjugation",
+        300,
+        5,
+        40,
+        vocab_size=vocab_size,
+        grammar="nested",
+        random_state=0,
     )
     for source, target in zip(X, y, strict=True):
         assert 5 <= len(source) <= 40
@@ -467,15 +475,105 @@ def test_gender_conjugation_targets_match_reference(vocab_size):
     assert genders == ({"m"} if vocab_size == 5 else {"m", "f", "n"})
 
 
-def test_grammar_lengths_cover_the_range():
+def main_verb_position(source):
+    """Where the paper's SVO grammar puts the main verb: at the first verb that closes
+    no relative clause."""
+    open_clauses = 0
+    for i, token in enumerate(source):
+        if word_class(token) == "r":
+            open_clauses += 1
+        elif word_class(token) == "v" and open_clauses == 0:
+            return i
+        elif word_class(token) == "v":
+            open_clauses -= 1
+    raise AssertionError(f"no main verb in {source}")
+
+
+def move_main_verb(source):
+    """Reference SVO to SOV of the paper's grammar: the main verb goes to the end."""
+    i = main_verb_position(source)
+    return (*(t.upper() for t in source[:i] + source[i + 1 :]), source[i].upper())
+
+
+ARTICLES = {
+    "the": {"m": "der", "f": "die", "n": "das"},
+    "a": {"m": "ein", "f": "eine", "n": "ein"},
+}
+
+
+def translate_articles(source):
+    """Reference genderless-to-gendered translation of the paper's grammar."""
+    target = []
+    for token, following in zip(source, [*source[1:], ""], strict=True):
+        if token in ARTICLES:
+            assert following[:1] in ("m", "f", "n"), source
+            target.append(ARTICLES[token][following[0]])
+        else:
+            target.append({"and": "und", "or": "oder"}.get(token, token.upper()))
+    return tuple(target)
+
+
+def test_itg_reference_translations_on_the_papers_sentences():
+    source = ("s1", "v28", "o5", "o7", "s15", "r0", "s19", "v16", "o10", "o24")
+    assert move_main_verb(source) == (
+        *("S1", "O5", "O7", "S15", "R0", "S19", "V16", "O10", "O24", "V28"),
+    )
+    source = ("s1", "r0", "s2", "r0", "s3", "v1", "v2", "v3", "o4")
+    assert move_main_verb(source) == ("S1", "R0", "S2", "R0", "S3", "V1", "V2", "O4", "V3")
+    source = ("w11", "the", "n19", "and", "the", "m17")
+    assert translate_articles(source) == ("W11", "das", "N19", "und", "der", "M17")
+
+
+@pytest.mark.parametrize("vocab_size", [4, 24, 128])
+def test_itg_svo_sov_targets_match_reference(vocab_size):
+    X, y = make_transduction("svo_sov", 300, 3, 70, vocab_size=vocab_size, random_state=0)
+    for source, target in zip(X, y, strict=True):
+        assert isinstance(source, tuple) and 3 <= len(source) <= 70
+        assert target == move_main_verb(source)
+        classes = [word_class(t) for t in source]
+        assert classes.count("v") == classes.count("r") + 1
+        assert "o" not in classes[: main_verb_position(source)]  # no object in subjects
+    words = {token for source in X for token in source}
+    assert {word_class(t) for t in words} == set("sovr")
+    assert len(words) <= vocab_size
+    if vocab_size == 128:
+        assert len(words) == 128  # 42 + 42 + 43 words and the relative pronoun
+
+
+@pytest.mark.parametrize("vocab_size", [8, 24])
+def test_itg_gender_conjugation_targets_match_reference(vocab_size):
+    X, y = make_transduction(
+        "gender_conjugation", 300, 3, 70, vocab_size=vocab_size, random_state=0
+    )
+    targets = set()
+    for source, target in zip(X, y, strict=True):
+        assert 3 <= len(source) <= 70 and len(source) != 4
+        assert target == translate_articles(source)
+        for before, token in itertools.pairwise(("", *source)):
+            assert (before in ARTICLES) == (token[:1] in ("m", "f", "n"))
+        targets.update(target)
+    assert {"der", "die", "das", "ein", "eine", "und", "oder"} <= targets
+    assert len({token for source in X for token in source}) == vocab_size
+
+
+def test_itg_grammars_recurse_in_long_sentences():
+    X, _ = make_transduction("svo_sov", 100, 65, 128, random_state=0)
+    assert min(source.count("r0") for source in X) >= 1
+    X, _ = make_transduction("gender_conjugation", 100, 65, 128, random_state=0)
+    assert min(source.count("or") + source.count("and") for source in X) >= 1
+    assert max(source.count("or") for source in X) >= 5
+
+
+@pytest.mark.parametrize("grammar", ["itg", "nested"])
+def test_grammar_lengths_cover_the_range(grammar):
     for task in ("svo_sov", "gender_conjugation"):
-        X, _ = make_transduction(task, 1_000, 8, 14, random_state=0)
+        X, _ = make_transduction(task, 1_000, 8, 14, grammar=grammar, random_state=0)
         assert {len(s) for s in X} == set(range(8, 15))
 
 
 def test_grammar_vocabulary_does_not_depend_on_the_seed():
-    _, y1 = make_transduction("gender_conjugation", 200, random_state=0)
-    _, y2 = make_transduction("gender_conjugation", 200, 65, 128, random_state=1)
+    _, y1 = make_transduction("gender_conjugation", 200, grammar="nested", random_state=0)
+    _, y2 = make_transduction("gender_conjugation", 200, 65, 128, grammar="nested", random_state=1)
     gender_of = {}
     for target in [*y1, *y2]:
         for det, noun in itertools.pairwise(target):
@@ -494,8 +592,13 @@ def test_grammar_vocabulary_does_not_depend_on_the_seed():
         (("copy", 5), {"vocab_size": 0}, ValueError, "vocab_size"),
         (("copy", 5), {"vocab_size": 2.0}, TypeError, "vocab_size"),
         (("svo_sov", 5), {"min_length": 2}, ValueError, "min_length"),
-        (("gender_conjugation", 5), {"min_length": 4}, ValueError, "min_length"),
-        (("svo_sov", 5), {"vocab_size": 4}, ValueError, "vocab_size"),
+        (("gender_conjugation", 5), {"min_length": 2}, ValueError, "min_length"),
+        (("gender_conjugation", 5), {"min_length": 4, "max_length": 4}, ValueError, "4..4"),
+        (("svo_sov", 5), {"vocab_size": 3}, ValueError, "vocab_size >= 4"),
+        (("gender_conjugation", 5), {"vocab_size": 7}, ValueError, "vocab_size >= 8"),
+        (("copy", 5), {"grammar": "cfg"}, ValueError, "grammar"),
+        (("gender_conjugation", 5), {"min_length": 4, "grammar": "nested"}, ValueError, "5"),
+        (("svo_sov", 5), {"vocab_size": 4, "grammar": "nested"}, ValueError, "vocab_size"),
     ],
 )
 def test_transduction_rejects_bad_arguments(args, kwargs, error, match):
