@@ -289,14 +289,21 @@ def _budget_blocks(section):
     rows = section["results"]
     commit = section["device"].get("skptr_commit", "?")
     blocks = [heading("Pointer network after a budget of training seconds", 2)]
-    presets = {
-        row["settings"]: row["params"]
-        for row in rows
-        if row.get("settings", "defaults") != "defaults"
-    }
+    presets = {}  # name -> parameter -> task -> value
+    for row in rows:
+        if row.get("settings", "defaults") != "defaults":
+            for key, value in row["params"].items():
+                presets.setdefault(row["settings"], {}).setdefault(key, {})[row["task"]] = value
+
+    def setting(key, by_task):
+        values = set(map(repr, by_task.values()))
+        if len(values) == 1:
+            return f"`{key}={values.pop()}`"
+        return f"`{key}` " + ", ".join(f"`{v!r}` ({task})" for task, v in by_task.items())
+
     preset_text = "".join(
         f' The preset "{name}" sets '
-        + ", ".join(f"`{key}={value!r}`" for key, value in params.items())
+        + ", ".join(setting(key, by_task) for key, by_task in params.items())
         + "."
         for name, params in presets.items()
     )
