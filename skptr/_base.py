@@ -43,8 +43,9 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, InvalidParameterError
 from sklearn.utils.validation import check_is_fitted
 
-from . import _backend
+from . import _backend, _schema
 from ._batches import ShuffledBatches, held_out_split
+from ._limits import MAX_COUNT, check_memory
 from ._persistence import save as _save_estimator
 from ._random import SeedStream, draw_seed
 
@@ -167,6 +168,17 @@ COMPILE_POLICY = {
 }
 
 
+# A network's weights in training: the weights, their gradients, Adam's two moments and
+# the snapshot a warm start keeps to restore on failure.
+_WEIGHT_COPIES = 5
+
+
+def _counts(constraints):
+    """Whether a parameter's constraints take integers but not booleans."""
+    takes_ints = any(isinstance(c, Interval) and c.type is Integral for c in constraints)
+    return takes_ints and "boolean" not in constraints
+
+
 def _has_batch_hooks(callback):
     """Whether a Keras callback overrides a hook called on every training batch."""
     hooks = ("on_train_batch_begin", "on_train_batch_end", "on_batch_begin", "on_batch_end")
@@ -276,18 +288,34 @@ class SequenceEstimatorBase(BaseEstimator):
     """
 
     _parameter_constraints: ClassVar[dict] = {
-        "epochs": [Interval(Integral, 1, None, closed="left")],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "epochs": [Interval(Integral, 1, MAX_COUNT, closed="both")],
+        "batch_size": [Interval(Integral, 1, MAX_COUNT, closed="both")],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "clipnorm": [Interval(Real, 0, None, closed="neither"), None],
         "validation_fraction": [Interval(Real, 0, 1, closed="left")],
         "early_stopping": ["boolean"],
-        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "n_iter_no_change": [Interval(Integral, 1, MAX_COUNT, closed="both")],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "warm_start": ["boolean"],
         "callbacks": [list, tuple, None],
     }
+
+    #: The hyperparameters the network is built from. ``fit`` records their values in
+    #: ``network_params_``; pickles and files rebuild the network from those, so that
+    #: ``set_params`` after ``fit`` changes only the next fit.
+    _network_params: ClassVar[tuple[str, ...]] = ()
+
+    #: Every attribute ``fit`` sets, with its type: exactly what a skptr file stores and
+    #: what :func:`skptr.load` accepts (subclasses add theirs and their codec's).
+    _fitted_attributes: ClassVar[dict[str, _schema.Rule]] = {
+        "network_params_": _schema.PARAMETERS,
+        "history_": _schema.HISTORY,
+        "n_iter_": _schema.int_at_least(0),
+    }
+
+    #: The Keras class of the network (``_build_network`` returns one).
+    _network_class: ClassVar[type | None] = None
 
     _doc_link_module = "skptr"
     _doc_link_template = (
@@ -319,10 +347,35 @@ class SequenceEstimatorBase(BaseEstimator):
     _jit_training: ClassVar[bool] = False
     _jit_inference: ClassVar[bool] = False
 
+    def _weight_count(self):  # pragma: no cover - abstract
+        """Estimated number of the network's weights (see :mod:`skptr._limits`)."""
+        raise NotImplementedError
+
+    def _activation_count(self, n_rows, n_steps):  # pragma: no cover - abstract
+        """Estimated numbers a training step holds for ``n_rows`` sequences of
+        ``n_steps`` steps, weights excluded."""
+        raise NotImplementedError
+
+    def _as_fitted(self):
+        """A shallow copy with the hyperparameters the network was built with."""
+        view = self._shallow_copy()
+        view.__dict__.update(self.network_params_)
+        return view
+
     def _new_network(self, seed=0):
-        """:meth:`_build_network`, with the backend told of the new network."""
+        """A new network built as recorded in ``network_params_``, after checking that
+        its weights fit in memory."""
+        view = self._as_fitted()
+        view._check_memory("the network's weights", _WEIGHT_COPIES * view._weight_count())
         _backend.new_network_built()
-        return self._build_network(seed)
+        return view._build_network(seed)
+
+    def _check_memory(self, what, n_numbers, **sizes):
+        """:func:`~skptr._limits.check_memory`, naming the network's hyperparameters and
+        ``sizes``."""
+        settings = {name: getattr(self, name) for name in self._network_params}
+        advice = "Use smaller sizes, a smaller batch_size or shorter sequences."
+        check_memory(type(self).__name__, what, n_numbers, {**settings, **sizes}, advice)
 
     def _training_batches(self, data, batch_size, seed):
         """The training batches (a :class:`~skptr._batches.ShuffledBatches`)."""
@@ -331,13 +384,25 @@ class SequenceEstimatorBase(BaseEstimator):
     # ------------------------------------------------------------ parameters
     def _validate_params(self):
         super()._validate_params()
+        owner = type(self).__name__
         for name, value in self.get_params(deep=False).items():
             if isinstance(value, Real) and not isinstance(value, bool | Integral):
                 if not math.isfinite(value):
                     raise InvalidParameterError(
-                        f"The {name!r} parameter of {type(self).__name__} must be a finite "
+                        f"The {name!r} parameter of {owner} must be a finite "
                         f"number. Got {value!r} instead."
                     )
+            if isinstance(value, bool | np.bool_) and _counts(self._parameter_constraints[name]):
+                raise InvalidParameterError(
+                    f"The {name!r} parameter of {owner} must be an int, not a bool. "
+                    f"Got {value!r} instead."
+                )
+        for index, callback in enumerate(self.callbacks or ()):
+            if not isinstance(callback, keras.callbacks.Callback):
+                raise InvalidParameterError(
+                    f"The 'callbacks' parameter of {owner} must hold keras.callbacks.Callback "
+                    f"instances; callbacks[{index}] is a {type(callback).__name__}."
+                )
 
     # -------------------------------------------------------------- training
     def fit(self, X, y):
@@ -416,6 +481,15 @@ class SequenceEstimatorBase(BaseEstimator):
         if warm:
             self.history_ = {key: list(values) for key, values in self.history_.items()}
         else:
+            self.network_params_ = {name: getattr(self, name) for name in self._network_params}
+            view = self._as_fitted()
+            batch_size = min(self.batch_size, len(data.lengths))
+            view._check_memory(
+                "a training step",
+                _WEIGHT_COPIES * view._weight_count()
+                + view._activation_count(batch_size, data.n_steps),
+                longest_sequence=data.n_steps,
+            )
             self.network_ = self._new_network(network_seed)
             self.history_ = {}
         data, validation = self._split_validation(data, split_seed)
@@ -555,6 +629,9 @@ class SequenceEstimatorBase(BaseEstimator):
     def __setstate__(self, state):
         state = dict(state)
         weights = state.pop("_network_weights", None)
+        if weights is not None and "network_params_" not in state:
+            # Pickled before fitted models recorded their network's hyperparameters.
+            state["network_params_"] = {name: state[name] for name in self._network_params}
         super().__setstate__(state)
         if weights is not None:
             self.network_ = self._new_network()

@@ -9,47 +9,61 @@ Loading a pickle runs arbitrary code, so skptr also offers ``est.save(path)`` an
 ``network.keras``
     the trained Keras network in the ``.keras`` format.
 
+Each estimator owns what is stored: its ``_fitted_attributes`` declares every attribute
+``fit`` sets with its type (its codec declares its own), and ``_network_class`` the
+class of its network. :func:`save` writes exactly those attributes, to a temporary file
+beside the target that then replaces it in one step, so a failed save leaves an earlier
+file as it was.
+
 :func:`load` trusts nothing in the file and runs no code from it: there is no pickle,
 JSON values only become ``None``, booleans, numbers, strings, lists, tuples, dicts and
 NumPy arrays, only skptr's own estimator classes can be created, and the stored
 network's architecture is never deserialised. Each part is checked before it is used,
 and every problem is a ``ValueError`` that names the file:
 
+* no member is read before its declared size is checked: ``skptr.json`` against
+  :data:`MAX_METADATA_BYTES`, the network against what the declared architecture's
+  weights take (see :mod:`skptr._limits`);
 * ``skptr.json`` is a JSON object with exactly the expected entries, each of the
   expected type (:data:`METADATA_TYPES`), written by a compatible skptr and Keras;
 * the hyperparameters are the estimator's own, pass the estimator's own parameter
-  validation, and ``callbacks`` is ``None``;
-* the fitted attributes are exactly those the estimator sets in ``fit``
-  (:data:`STATE_SCHEMAS`), each of the expected type: all of them when the file holds
-  a network, none otherwise;
-* the network's configuration names the estimator's own network class
-  (:data:`NETWORK_CLASSES`). The network is then built from the validated
-  hyperparameters and fitted attributes, the stored weights must have exactly its
-  layout (the same weight paths and shapes), and only their values are loaded.
+  validation (with its bounds on every size), and ``callbacks`` is ``None``; so do
+  the hyperparameters the network was fitted with (``network_params_``);
+* the fitted attributes are exactly those the estimator declares, each of its
+  declared type: all of them when the file holds a network, none otherwise;
+* the network's configuration names the estimator's own network class and describes
+  the network that the fitted hyperparameters build (the same memory, sizes and
+  options). The network is then built from the validated hyperparameters and fitted
+  attributes, the stored weights must have exactly its layout (the same weight paths
+  and shapes), and only their values are loaded.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
-import math
 import os
 import reprlib
 import tempfile
 import zipfile
 import zlib
-from collections.abc import Callable
 from importlib import import_module
-from typing import NamedTuple
 
 import h5py
 import keras
 import numpy as np
 
+from ._limits import BYTES_PER_NUMBER
+
 __all__ = ["load", "save"]
 
 FORMAT_NAME = "skptr-estimator"
-FORMAT_VERSION = 1
+#: Version 2 records the hyperparameters the network was fitted with
+#: (``network_params_``); version 1 files, which lack them, are read with the stored
+#: hyperparameters in their place.
+FORMAT_VERSION = 2
+READABLE_FORMAT_VERSIONS = (1, 2)
 METADATA_FILE = "skptr.json"
 NETWORK_FILE = "network.keras"
 KERAS_CONFIG_FILE = "config.json"
@@ -58,11 +72,16 @@ ESTIMATOR_CLASSES = {
     "PointerNetworkOrderer": "skptr.pointer",
     "NeuralStackTransducer": "skptr.memory",
 }
-#: The registered Keras name of each estimator's network class.
-NETWORK_CLASSES = {
-    "PointerNetworkOrderer": "skptr>PointerNetwork",
-    "NeuralStackTransducer": "skptr>TransducerNetwork",
-}
+#: The largest ``skptr.json`` read (a vocabulary of a million tokens takes about 20 MB).
+MAX_METADATA_BYTES = 64 * 2**20
+#: The largest Keras configuration and metadata members of ``network.keras`` read.
+MAX_KERAS_CONFIG_BYTES = 2**20
+#: The stored weights hold the network's weights and Adam's two moments; the file adds
+#: its own structure, at most this much.
+STORED_WEIGHT_COPIES = 3
+WEIGHTS_FILE_OVERHEAD = 4 * 2**20
+# Entries of a network's Keras configuration that do not describe its architecture.
+_NOT_ARCHITECTURE = frozenset({"name", "seed", "trainable", "dtype"})
 #: The entries of ``skptr.json`` and their JSON types.
 METADATA_TYPES = {
     "format": str,
@@ -161,16 +180,44 @@ def _decode(value):
 
 
 def _persistent_state(estimator):
-    params = estimator.get_params(deep=False)
+    """The fitted attributes the estimator declares, those it has."""
     return {
-        name: value
-        for name, value in vars(estimator).items()
-        if name not in params and name != "network_" and not name.startswith("_cache_")
+        name: getattr(estimator, name)
+        for name in type(estimator)._fitted_attributes
+        if hasattr(estimator, name)
     }
+
+
+def _write_atomically(path, data):
+    """Write ``data`` to a temporary file beside ``path``, then move it onto ``path``.
+
+    The replacement is one step (``os.replace``), so ``path`` holds either its previous
+    contents or ``data``, never a part of it; the temporary file is removed on failure.
+    """
+    path = os.fspath(path)
+    directory, name = os.path.split(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 def save(estimator, path):
     """Write an estimator to ``path`` without pickle.
+
+    The file is written in full to a temporary file in the same directory, which then
+    replaces ``path`` in one step: if writing fails (a full disk, an interrupt), a file
+    already at ``path`` is left byte for byte as it was.
 
     Parameters
     ----------
@@ -213,8 +260,7 @@ def save(estimator, path):
             archive.writestr(METADATA_FILE, json.dumps(metadata, indent=1))
             if metadata["has_network"]:
                 archive.write(network_path, NETWORK_FILE)
-    with open(path, "wb") as handle:
-        handle.write(buffer.getvalue())
+    _write_atomically(path, buffer.getvalue())
 
 
 # ------------------------------------------------------------------ metadata checks
@@ -231,10 +277,12 @@ def _check_format(metadata, path):
         )
     if metadata.get("format") != FORMAT_NAME:
         raise ValueError(f"{path} is not a skptr estimator file.")
-    if metadata.get("format_version") != FORMAT_VERSION:
+    version = metadata.get("format_version")
+    if type(version) is not int or version not in READABLE_FORMAT_VERSIONS:
         raise ValueError(
-            f"{path} uses skptr file format version {metadata.get('format_version')!r}, "
-            f"this skptr (version {_skptr_version()}) reads version {FORMAT_VERSION}."
+            f"{path} uses skptr file format version {version!r}, this skptr (version "
+            f"{_skptr_version()}) reads versions "
+            f"{', '.join(map(str, READABLE_FORMAT_VERSIONS))}."
         )
 
 
@@ -272,109 +320,6 @@ def _check_versions(metadata, path):
 
 
 # ----------------------------------------------------- hyperparameters and state
-class _Rule(NamedTuple):
-    """The expected type of a fitted attribute: a description and a test."""
-
-    description: str
-    test: Callable[[object], bool]
-
-
-def _int_at_least(minimum):
-    return _Rule(f"an int >= {minimum}", lambda value: type(value) is int and value >= minimum)
-
-
-def _one_of(*options):
-    return _Rule(
-        f"one of {', '.join(map(repr, options))}",
-        lambda value: isinstance(value, str) and value in options,
-    )
-
-
-def _is_number(value):
-    return type(value) in (int, float)
-
-
-def _is_history(value):
-    return isinstance(value, dict) and all(
-        isinstance(key, str) and isinstance(values, list) and all(map(_is_number, values))
-        for key, values in value.items()
-    )
-
-
-def _is_hashable(value):
-    try:
-        hash(value)
-    except TypeError:
-        return False
-    return True
-
-
-def _is_vocabulary(value):
-    return (
-        isinstance(value, np.ndarray)
-        and value.dtype == object
-        and value.ndim == 1
-        and all(map(_is_hashable, value))
-    )
-
-
-def _is_dtype_or_none(value):
-    if value is None:
-        return True
-    if not isinstance(value, str):
-        return False
-    try:
-        return np.dtype(value).str == value
-    except (TypeError, ValueError, OverflowError):
-        return False
-
-
-def _is_finite_non_negative(value):
-    return _is_number(value) and math.isfinite(value) and value >= 0
-
-
-def _is_scores(value):
-    return (
-        isinstance(value, np.ndarray)
-        and value.dtype.kind == "f"
-        and value.ndim == 1
-        and bool(np.all(np.isnan(value) | ((value >= 0) & (value <= 1))))
-    )
-
-
-_HISTORY = _Rule("a dict of str to lists of numbers", _is_history)
-_VOCABULARY = _Rule("a 1-D object array of hashable tokens", _is_vocabulary)
-
-#: The fitted attributes each estimator stores (those its ``_prepare_training_data``
-#: and ``fit`` set), with their expected types.
-STATE_SCHEMAS = {
-    "PointerNetworkOrderer": {
-        "n_features_in_": _int_at_least(1),
-        "ordered_subsets_": _Rule("a bool", lambda value: type(value) is bool),
-        "history_": _HISTORY,
-        "n_iter_": _int_at_least(0),
-    },
-    "NeuralStackTransducer": {
-        "input_vocabulary_": _VOCABULARY,
-        "output_vocabulary_": _VOCABULARY,
-        "_target_kind": _one_of("str", "tuple", "list", "array"),
-        "_target_dtype": _Rule("None or a NumPy dtype string such as '<i8'", _is_dtype_or_none),
-        "_max_target_ratio": _Rule("a finite number >= 0", _is_finite_non_negative),
-        "history_": _HISTORY,
-        "n_iter_": _int_at_least(0),
-        "init_scores_": _Rule("a 1-D float array of scores in [0, 1] or NaN", _is_scores),
-        "snap_gates_": _Rule("a bool", lambda value: type(value) is bool),
-        "state_bptt_steps_": _Rule(
-            "None or an int >= 0",
-            lambda value: value is None or (type(value) is int and value >= 0),
-        ),
-        "gate_noise_start_": _Rule(
-            "a float in [0, 1]", lambda value: type(value) is float and 0.0 <= value <= 1.0
-        ),
-    },
-}
-
-
 def _decoded(entries, what, path):
     """Decode a dict of JSON entries, turning any malformed entry into a ValueError."""
     try:
@@ -383,12 +328,11 @@ def _decoded(entries, what, path):
         raise ValueError(f"{path} holds invalid {what}: {exc}") from None
 
 
-def _checked_estimator(cls, entries, path):
-    """Create the estimator from the file's hyperparameters, validated by the estimator."""
-    unknown = sorted(entries.keys() - cls().get_params(deep=False).keys())
+def _checked_estimator(cls, params, path, what="hyperparameters"):
+    """Create the estimator from decoded hyperparameters, validated by the estimator."""
+    unknown = sorted(params.keys() - cls().get_params(deep=False).keys())
     if unknown:
         raise ValueError(f"{path} holds parameters {unknown}, which {cls.__name__} does not have.")
-    params = _decoded(entries, "hyperparameters", path)
     if params.get("callbacks") is not None:
         raise ValueError(
             f"{path} sets callbacks, which a skptr file cannot hold; it must be null."
@@ -397,13 +341,14 @@ def _checked_estimator(cls, entries, path):
     try:
         estimator._validate_params()
     except ValueError as exc:  # sklearn's InvalidParameterError
-        raise ValueError(f"{path} holds invalid hyperparameters: {exc}") from None
+        raise ValueError(f"{path} holds invalid {what}: {exc}") from None
     return estimator
 
 
-def _checked_state(name, entries, has_network, path):
-    """Decode the file's fitted attributes and check them against the estimator's schema."""
-    schema = STATE_SCHEMAS[name]
+def _checked_state(cls, entries, has_network, path):
+    """Decode the file's fitted attributes and check them against the estimator's
+    declaration (``_fitted_attributes``)."""
+    name, schema = cls.__name__, cls._fitted_attributes
     unknown = sorted(entries.keys() - schema.keys())
     if unknown:
         raise ValueError(f"{path} holds fitted attributes {unknown}, which {name} does not have.")
@@ -427,7 +372,33 @@ def _checked_state(name, entries, has_network, path):
     return state
 
 
+def _checked_network_params(estimator, network_params, path):
+    """Check the hyperparameters the file's network was fitted with: exactly the
+    estimator's network hyperparameters, each valid for the estimator."""
+    cls = type(estimator)
+    expected = set(cls._network_params)
+    if set(network_params) != expected:
+        raise ValueError(
+            f"{path}: the fitted attribute network_params_ must name exactly "
+            f"{sorted(expected)}, got {sorted(map(str, network_params))}."
+        )
+    fitted = {**estimator.get_params(deep=False), **network_params}
+    _checked_estimator(cls, fitted, path, "hyperparameters in network_params_")
+
+
 # ------------------------------------------------------------------------ network
+def _read_member(archive, name, limit, path, what):
+    """The bytes of a zip member, refused before reading if it declares more than
+    ``limit`` bytes."""
+    size = archive.getinfo(name).file_size
+    if size > limit:
+        raise ValueError(
+            f"{path}: {what} declares {size:,} bytes, more than the {limit:,} that "
+            "this file can hold; the file is damaged or not a skptr file."
+        )
+    return archive.read(name)
+
+
 def _weight_layout(weights_file):
     """Shape of each network weight in a Keras weights file, by path (optimizer left out)."""
     layout = {}
@@ -443,32 +414,75 @@ def _weight_layout(weights_file):
     return layout
 
 
-def _read_network_file(network_path, directory, path):
+def _read_network_file(network_path, directory, weights_limit, path):
     """The configuration and the weight layout stored in a ``.keras`` file.
 
-    The weights file is extracted into ``directory`` first: h5py reads hostile data
-    more robustly from a file on disk than from a Python file object.
+    Each member's declared size is checked before it is read. The weights file is
+    extracted into ``directory`` first: h5py reads hostile data more robustly from a
+    file on disk than from a Python file object.
     """
     try:
         with zipfile.ZipFile(network_path) as archive:
-            config = json.loads(archive.read(KERAS_CONFIG_FILE).decode("utf-8"))
+            config_bytes = _read_member(
+                archive,
+                KERAS_CONFIG_FILE,
+                MAX_KERAS_CONFIG_BYTES,
+                path,
+                "the network's configuration",
+            )
+            config = json.loads(config_bytes.decode("utf-8"))
+            _read_member(archive, KERAS_WEIGHTS_FILE, weights_limit, path, "the network's weights")
             weights_path = archive.extract(KERAS_WEIGHTS_FILE, directory)
         layout = _weight_layout(weights_path)
+    except RecursionError:
+        raise ValueError(
+            f"{path}: the stored network's configuration is nested too deeply."
+        ) from None
     except _ARCHIVE_ERRORS as exc:
         raise ValueError(f"{path}: the stored network cannot be read: {exc}") from None
     return config, layout
 
 
-def _check_network_class(config, name, path):
-    """Check that a ``.keras`` configuration names the estimator's own network class."""
+def _architecture(config):
+    """The entries of a network's Keras configuration that describe its architecture,
+    as JSON data."""
+    return {
+        key: value
+        for key, value in json.loads(json.dumps(config)).items()
+        if key not in _NOT_ARCHITECTURE
+    }
+
+
+def _check_network_config(config, network, estimator, path):
+    """Check that a ``.keras`` configuration is that of ``network``: the estimator's
+    own network class, built as the fitted hyperparameters say."""
+    name = type(estimator).__name__
+    expected_class = keras.saving.get_registered_name(type(estimator)._network_class)
     found = None
     if isinstance(config, dict):
         # Built-in Keras classes have no registered name, only a class name.
         found = config.get("registered_name") or config.get("class_name")
-    if found != NETWORK_CLASSES[name]:
+    if found != expected_class:
         raise ValueError(
-            f"{path}: the stored network is a {found!r}, not the {NETWORK_CLASSES[name]!r} "
+            f"{path}: the stored network is a {found!r}, not the {expected_class!r} "
             f"network of a {name}."
+        )
+    stored = config.get("config")
+    expected = _architecture(network.get_config())
+    stored = _architecture(stored) if isinstance(stored, dict) else stored
+    if stored != expected:
+        differences = (
+            sorted(
+                key
+                for key in expected.keys() | stored.keys()
+                if stored.get(key) != expected.get(key)
+            )
+            if isinstance(stored, dict)
+            else ["its whole configuration"]
+        )
+        raise ValueError(
+            f"{path}: the stored network is not the one the file's fitted hyperparameters "
+            f"(network_params_) describe; they differ in {', '.join(map(str, differences[:5]))}."
         )
 
 
@@ -484,28 +498,43 @@ def _describe_layout_mismatch(stored, expected):
     return "; ".join(parts[:3]) + more
 
 
-def _restore_network(estimator, network_bytes, path):
+def _restore_network(estimator, archive, path):
     """Build the estimator's network and load the stored weights into it.
 
     The stored architecture is not used: the network comes from the estimator's
-    validated hyperparameters and fitted attributes, and the stored weights must have
-    exactly its layout.
+    validated fitted hyperparameters and attributes (after a check that its weights fit
+    in memory), the stored configuration must describe that network, and the stored
+    weights must have exactly its layout. No member is read beyond the size that
+    network's weights imply.
     """
     name = type(estimator).__name__
+    try:
+        network = estimator._new_network()
+    except MemoryError as exc:
+        raise ValueError(f"{path} declares a network that cannot be built here: {exc}") from None
+    n_weights = sum(int(np.prod(weight.shape)) for weight in network.weights)
+    weights_limit = STORED_WEIGHT_COPIES * BYTES_PER_NUMBER * n_weights + WEIGHTS_FILE_OVERHEAD
     with tempfile.TemporaryDirectory() as directory:
         network_path = os.path.join(directory, NETWORK_FILE)
         with open(network_path, "wb") as handle:
-            handle.write(network_bytes)
-        config, stored_layout = _read_network_file(network_path, directory, path)
-        _check_network_class(config, name, path)
-        network = estimator._new_network()
+            handle.write(
+                _read_member(
+                    archive,
+                    NETWORK_FILE,
+                    weights_limit + MAX_KERAS_CONFIG_BYTES,
+                    path,
+                    NETWORK_FILE,
+                )
+            )
+        config, stored_layout = _read_network_file(network_path, directory, weights_limit, path)
+        _check_network_config(config, network, estimator, path)
         expected_path = os.path.join(directory, "expected.weights.h5")
         network.save_weights(expected_path)
         expected_layout = _weight_layout(expected_path)
         if stored_layout != expected_layout:
             raise ValueError(
                 f"{path}: the stored network weights do not match the {name} network "
-                f"described by the file's parameters and fitted attributes "
+                f"described by the file's fitted hyperparameters and attributes "
                 f"({_describe_layout_mismatch(stored_layout, expected_layout)})."
             )
         try:
@@ -518,24 +547,6 @@ def _restore_network(estimator, network_bytes, path):
 
 
 # --------------------------------------------------------------------------- load
-def _read_archive(path):
-    """The raw metadata and network file (``None`` if absent) of a skptr file."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            if archive.testzip() is not None:
-                raise zipfile.BadZipFile("a member fails its checksum")
-            metadata = archive.read(METADATA_FILE)
-            has_network_file = NETWORK_FILE in archive.namelist()
-            network = archive.read(NETWORK_FILE) if has_network_file else None
-    except FileNotFoundError:
-        raise
-    except _ARCHIVE_ERRORS as exc:
-        raise ValueError(
-            f"{path} is not a readable skptr file (corrupted or truncated: {exc})."
-        ) from None
-    return metadata, network
-
-
 def _parse_metadata(data, path):
     try:
         return json.loads(data.decode("utf-8"))
@@ -550,13 +561,54 @@ def _parse_metadata(data, path):
         ) from None
 
 
+def _checked_metadata(archive, path):
+    """The metadata of an open skptr archive, checked for format, entries and versions."""
+    unexpected = sorted(set(archive.namelist()) - {METADATA_FILE, NETWORK_FILE})
+    if unexpected:
+        raise ValueError(f"{path} holds members {unexpected[:5]}, which a skptr file has not.")
+    metadata = _parse_metadata(
+        _read_member(archive, METADATA_FILE, MAX_METADATA_BYTES, path, METADATA_FILE), path
+    )
+    _check_format(metadata, path)
+    _check_entries(metadata, path)
+    _check_versions(metadata, path)
+    return metadata
+
+
+def _load_from(archive, path):
+    metadata = _checked_metadata(archive, path)
+    name = metadata["estimator"]
+    if name not in ESTIMATOR_CLASSES:
+        raise ValueError(f"{path} names an unknown estimator class {name!r}.")
+    cls = getattr(import_module(ESTIMATOR_CLASSES[name]), name)
+    estimator = _checked_estimator(
+        cls, _decoded(metadata["params"], "hyperparameters", path), path
+    )
+    has_network = metadata["has_network"]
+    entries = dict(metadata["state"])
+    if metadata["format_version"] == 1 and has_network:
+        # Version 1 files rebuilt the network from the stored hyperparameters.
+        fitted = [[key, metadata["params"].get(key)] for key in cls._network_params]
+        entries.setdefault("network_params_", {"__dict__": fitted})
+    state = _checked_state(cls, entries, has_network, path)
+    if has_network:
+        _checked_network_params(estimator, state["network_params_"], path)
+    estimator.__dict__.update(state)
+    if has_network:
+        if NETWORK_FILE not in archive.namelist():
+            raise ValueError(f"{path} records a fitted network but holds no {NETWORK_FILE}.")
+        estimator.network_ = _restore_network(estimator, archive, path)
+    return estimator
+
+
 def load(path):
     """Read an estimator written by ``est.save(path)``.
 
-    Nothing in the file is trusted or run: the metadata, hyperparameters and fitted
-    attributes are validated, only skptr's estimator classes can be created, and the
-    network is built from the validated hyperparameters before the stored weights,
-    and only the weights, are loaded into it.
+    Nothing in the file is trusted or run: no member is read before its size is
+    checked, the metadata, hyperparameters and fitted attributes are validated, only
+    skptr's estimator classes can be created, and the network is built from the
+    validated hyperparameters it was fitted with before the stored weights, and only
+    the weights, are loaded into it.
 
     Parameters
     ----------
@@ -575,23 +627,17 @@ def load(path):
     ValueError
         If the file is not a skptr file, is corrupted or truncated, was written by an
         incompatible skptr or Keras version, or holds metadata, hyperparameters,
-        fitted attributes or network weights that are not those of a skptr estimator.
+        fitted attributes or network weights that are not those of a skptr estimator,
+        or members larger than those can be.
     """
-    metadata_bytes, network_bytes = _read_archive(path)
-    metadata = _parse_metadata(metadata_bytes, path)
-    _check_format(metadata, path)
-    _check_entries(metadata, path)
-    _check_versions(metadata, path)
-    name = metadata["estimator"]
-    if name not in ESTIMATOR_CLASSES:
-        raise ValueError(f"{path} names an unknown estimator class {name!r}.")
-    cls = getattr(import_module(ESTIMATOR_CLASSES[name]), name)
-    estimator = _checked_estimator(cls, metadata["params"], path)
-    has_network = metadata["has_network"]
-    state = _checked_state(name, metadata["state"], has_network, path)
-    estimator.__dict__.update(state)
-    if has_network:
-        if network_bytes is None:
-            raise ValueError(f"{path} records a fitted network but holds no {NETWORK_FILE}.")
-        estimator.network_ = _restore_network(estimator, network_bytes, path)
-    return estimator
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return _load_from(archive, path)
+    except FileNotFoundError:
+        raise
+    except _ARCHIVE_ERRORS as exc:
+        if isinstance(exc, ValueError) and str(exc).startswith(str(path)):
+            raise  # already one of ours, naming the file
+        raise ValueError(
+            f"{path} is not a readable skptr file (corrupted or truncated: {exc})."
+        ) from None

@@ -48,29 +48,52 @@ def _pad_to(matrix, width):
     return padded
 
 
-def _gather(sequences, orderings):
-    """The elements ``X[i][orderings[i, k]]`` (those of padding are ``X[i][0]``)."""
+def _gather(values, orderings):
+    """The elements ``values[i, orderings[i, k]]`` (those of padding are ``values[i, 0]``)."""
     indices = np.maximum(orderings, 0)[:, :, None]
-    return np.take_along_axis(sequences.values, indices, axis=1)
+    return np.take_along_axis(values, indices, axis=1)
+
+
+def _checked_position_matches(true, pred, values=None):
+    """Per-position correctness of validated orderings (2-D, -1 padded) of equal count.
+
+    ``values`` are the padded sequences ``(n_samples, n_steps, n_features)`` the
+    indices point into, or None to compare indices.
+    """
+    width = max(true.shape[1], pred.shape[1])
+    true, pred = _pad_to(true, width), _pad_to(pred, width)
+    if values is None:
+        equal = true == pred
+    else:
+        equal = np.all(_gather(values, true) == _gather(values, pred), axis=-1)
+    true_lengths, pred_lengths = (true >= 0).sum(axis=1), (pred >= 0).sum(axis=1)
+    shared = np.arange(width)[None, :] < np.minimum(true_lengths, pred_lengths)[:, None]
+    return equal & shared, true_lengths, pred_lengths
+
+
+def _checked_position_accuracy(true, pred, values=None):
+    """:func:`position_accuracy` of validated orderings (see
+    :func:`_checked_position_matches`)."""
+    correct, true_lengths, pred_lengths = _checked_position_matches(true, pred, values)
+    total = int(np.maximum(true_lengths, pred_lengths).sum())
+    if total == 0:
+        return 1.0
+    return float(correct.sum() / total)
+
+
+def _checked_orderings(y_true, y_pred, X):
+    """Validated true and predicted orderings and the padded values of ``X`` (or None)."""
+    sequences = None if X is None else check_numeric_sequences(X, dtype=np.float64)
+    lengths = None if X is None else sequences.lengths
+    true, _ = check_orderings(y_true, lengths, name="y_true", allow_empty=True)
+    pred, _ = check_orderings(y_pred, lengths, name="y_pred", allow_empty=True, allow_repeats=True)
+    _check_same_length(true, pred)
+    return true, pred, None if X is None else sequences.values
 
 
 def _position_matches(y_true, y_pred, X):
     """Per-position correctness and the lengths of both orderings."""
-    sequences = None if X is None else check_numeric_sequences(X, dtype=np.float64)
-    lengths = None if X is None else sequences.lengths
-    true, true_lengths = check_orderings(y_true, lengths, name="y_true", allow_empty=True)
-    pred, pred_lengths = check_orderings(
-        y_pred, lengths, name="y_pred", allow_empty=True, allow_repeats=True
-    )
-    _check_same_length(true, pred)
-    width = max(true.shape[1], pred.shape[1])
-    true, pred = _pad_to(true, width), _pad_to(pred, width)
-    if X is None:
-        equal = true == pred
-    else:
-        equal = np.all(_gather(sequences, true) == _gather(sequences, pred), axis=-1)
-    shared = np.arange(width)[None, :] < np.minimum(true_lengths, pred_lengths)[:, None]
-    return equal & shared, true_lengths, pred_lengths
+    return _checked_position_matches(*_checked_orderings(y_true, y_pred, X))
 
 
 # --------------------------------------------------------------------------------------
@@ -114,11 +137,7 @@ def position_accuracy(y_true, y_pred, X=None):
     >>> position_accuracy([[0, 1]], [[1, 0]], X=[[5.0, 5.0]])
     1.0
     """
-    correct, true_lengths, pred_lengths = _position_matches(y_true, y_pred, X)
-    total = int(np.maximum(true_lengths, pred_lengths).sum())
-    if total == 0:
-        return 1.0
-    return float(correct.sum() / total)
+    return _checked_position_accuracy(*_checked_orderings(y_true, y_pred, X))
 
 
 def sequence_accuracy(y_true, y_pred, X=None):
@@ -177,7 +196,7 @@ def tour_length(X, tours):
     """
     sequences = check_numeric_sequences(X, dtype=np.float64)
     order, lengths = check_orderings(tours, sequences.lengths, name="tours", allow_empty=True)
-    points = _gather(sequences, order)
+    points = _gather(sequences.values, order)
     hops = np.linalg.norm(np.diff(points, axis=1), axis=-1)
     inside = np.arange(1, order.shape[1])[None, :] < lengths[:, None]
     open_length = np.where(inside, hops, 0.0).sum(axis=1)
@@ -191,15 +210,21 @@ def tour_length(X, tours):
 # --------------------------------------------------------------------------------------
 
 
-def _token_pairs(y_true, y_pred):
-    """The tokens of each pair of sequences, as keys that tell ``True`` from ``1``."""
-    true, _ = check_token_sequences(y_true, "y_true")
-    pred, _ = check_token_sequences(y_pred, "y_pred")
-    _check_same_length(true, pred)
+def _checked_token_pairs(true, pred):
+    """The tokens of each pair of validated token lists, as keys that tell ``True`` from
+    ``1``."""
     return [
         ([token_key(t) for t in true_tokens], [token_key(t) for t in pred_tokens])
         for true_tokens, pred_tokens in zip(true, pred, strict=True)
     ]
+
+
+def _token_pairs(y_true, y_pred):
+    """:func:`_checked_token_pairs` of token sequences, validated first."""
+    true, _ = check_token_sequences(y_true, "y_true")
+    pred, _ = check_token_sequences(y_pred, "y_pred")
+    _check_same_length(true, pred)
+    return _checked_token_pairs(true, pred)
 
 
 def coarse_accuracy(y_true, y_pred):
@@ -266,5 +291,13 @@ def fine_accuracy(y_true, y_pred):
     >>> fine_accuracy(["abc"], ["abcd"]), fine_accuracy(["abc"], ["ab"])
     (0.75, 0.5)
     """
-    pairs = _token_pairs(y_true, y_pred)
+    true, _ = check_token_sequences(y_true, "y_true")
+    pred, _ = check_token_sequences(y_pred, "y_pred")
+    _check_same_length(true, pred)
+    return _checked_fine_accuracy(true, pred)
+
+
+def _checked_fine_accuracy(true, pred):
+    """:func:`fine_accuracy` of validated token lists of equal count."""
+    pairs = _checked_token_pairs(true, pred)
     return float(np.mean([_correct_prefix(t, p) / (len(t) + 1) for t, p in pairs]))

@@ -1,5 +1,6 @@
 """skptr.load validates everything it reads and refuses bad files with a ValueError."""
 
+import io
 import json
 import zipfile
 
@@ -101,21 +102,108 @@ def test_other_estimators_network_is_refused(orderer_file, transducer_file, tmp_
         skptr.load(bad)
 
 
+def _set_network_params(**values):
+    """Edit the hyperparameters the file's network was fitted with."""
+
+    def change(metadata):
+        entries = metadata["state"]["network_params_"]["__dict__"]
+        for entry in entries:
+            if entry[0] in values:
+                entry[1] = values[entry[0]]
+
+    return change
+
+
+def _network_with_config(network_bytes, **values):
+    """A ``.keras`` archive whose stored configuration has ``values`` changed."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(network_bytes)) as source:
+        with zipfile.ZipFile(buffer, "w") as target:
+            for name in source.namelist():
+                data = source.read(name)
+                if name == "config.json":
+                    config = json.loads(data)
+                    config["config"].update(values)
+                    data = json.dumps(config).encode()
+                target.writestr(name, data)
+    return buffer.getvalue()
+
+
 @pytest.mark.parametrize(
-    ("change", "detail"),
+    ("values", "detail"),
     [
-        (lambda m: m["params"].update(hidden_size=16), "has shape"),
-        (lambda m: m["params"].update(num_layers=2), "missing"),
-        (lambda m: m["params"].update(attention="dot"), "unexpected 'attention/"),
+        ({"hidden_size": 16}, "hidden_size"),
+        ({"num_layers": 2}, "num_layers"),
+        ({"attention": "dot"}, "attention"),
+    ],
+    ids=["wider", "more layers", "other attention"],
+)
+def test_stored_network_must_be_the_one_its_fitted_parameters_describe(
+    orderer_file, tmp_path, values, detail
+):
+    bad = _tampered(orderer_file[1], tmp_path / "bad.skptr", _set_network_params(**values))
+    with pytest.raises(
+        ValueError, match=rf"not the one the file's fitted hyperparameters .* differ in {detail}"
+    ):
+        skptr.load(bad)
+
+
+@pytest.mark.parametrize(
+    ("values", "config", "detail"),
+    [
+        ({"hidden_size": 16}, {"hidden_size": 16}, "has shape"),
+        ({"num_layers": 2}, {"num_layers": 2}, "missing"),
+        ({"attention": "dot"}, {"attention": "dot"}, "unexpected 'attention/"),
     ],
     ids=["wider", "more layers", "fewer weights"],
 )
 def test_weights_must_fit_the_network_the_parameters_describe(
-    orderer_file, tmp_path, change, detail
+    orderer_file, tmp_path, values, config, detail
 ):
-    bad = _tampered(orderer_file[1], tmp_path / "bad.skptr", change)
+    network = _network_with_config(_members(orderer_file[1])[NETWORK], **config)
+    bad = _tampered(
+        orderer_file[1],
+        tmp_path / "bad.skptr",
+        _set_network_params(**values),
+        replace={NETWORK: network},
+    )
     with pytest.raises(ValueError, match=rf"stored network weights do not match .*{detail}"):
         skptr.load(bad)
+
+
+def test_parameters_changed_after_fit_do_not_change_the_stored_network(orderer_file, tmp_path):
+    estimator, path, X = orderer_file
+    edited = _tampered(
+        path, tmp_path / "edited.skptr", lambda m: m["params"].update(hidden_size=16)
+    )
+    loaded = skptr.load(edited)
+    assert loaded.hidden_size == 16 and loaded.network_params_["hidden_size"] == 8
+    np.testing.assert_array_equal(loaded.predict(X), estimator.predict(X))
+
+
+def test_a_memory_is_not_loaded_as_another(transducer_file, tmp_path):
+    X = ["ab", "ba", "aab", "abb"]
+    queue = NeuralStackTransducer(
+        memory="queue",
+        hidden_size=8,
+        embedding_dim=4,
+        memory_width=4,
+        epochs=1,
+        n_init=1,
+        random_state=0,
+    ).fit(X, X)
+    queue.save(tmp_path / "queue.skptr")
+    path = transducer_file[1]
+    edited = _tampered(path, tmp_path / "edited.skptr", _set_network_params(memory="queue"))
+    with pytest.raises(ValueError, match="differ in memory"):
+        skptr.load(edited)
+    swapped = _tampered(
+        path,
+        tmp_path / "swapped.skptr",
+        replace={NETWORK: _members(tmp_path / "queue.skptr")[NETWORK]},
+    )
+    with pytest.raises(ValueError, match="differ in memory"):
+        skptr.load(swapped)
 
 
 def test_network_file_must_be_present_when_recorded(orderer_file, tmp_path):
@@ -158,7 +246,7 @@ def _set_state(**values):
         (
             "transducer_file",
             _set_state(input_vocabulary_={"__object_array__": ["a", "b", "c"], "shape": [3]}),
-            r"weights do not match .*'embedding/vars/0' has shape",
+            r"fitted hyperparameters .* differ in n_input_tokens",
         ),
         ("transducer_file", _set_state(_target_kind="set"), "_target_kind must be one of"),
         ("transducer_file", _set_state(_target_dtype="no dtype"), "_target_dtype must be None or"),

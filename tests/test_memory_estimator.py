@@ -205,12 +205,14 @@ def test_warm_start_keeps_training(reversal_data):
 
 
 def _scripted_selection(monkeypatch, scores, **params):
-    """Fit with ``fine_accuracy`` replaced by ``scores`` (one per decoding compared);
+    """Fit with the held-out fine accuracy replaced by ``scores`` (one per decoding compared);
     return the estimator and the networks trained, in order."""
     from skptr.memory import _estimator
 
     scripted = iter(scores)
-    monkeypatch.setattr(_estimator, "fine_accuracy", lambda y_true, y_pred: next(scripted))
+    monkeypatch.setattr(
+        _estimator, "_checked_fine_accuracy", lambda y_true, y_pred: next(scripted)
+    )
     trained = []
     train = NeuralStackTransducer._train
 

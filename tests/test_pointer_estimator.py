@@ -105,13 +105,16 @@ def test_large_calls_decode_as_small_ones_do(sorter, decode, beam_width):
         ({"decode": "beam", "beam_width": 3}, 10, 512),
         ({"decode": "beam", "beam_width": 5}, 10, 256),
         ({}, 100, 1024),
-        ({}, 500, 128),
+        ({}, 500, 64),
+        ({}, 5000, 1),
         ({"batch_size": 4096}, 10, 4096),
+        ({"batch_size": 4096}, 500, 64),
     ],
 )
 def test_decoding_batches_hold_about_2048_rows_within_memory(params, n_positions, expected):
     est = PointerNetworkOrderer(**params)
-    assert est._decoder_batch_size(n_positions) == expected
+    beams = est.beam_width if est.decode == "beam" else 1
+    assert est._decoder_batch_size(n_positions, beams) == expected
 
 
 def test_pickle_and_joblib_round_trips_predict_identically(sorter, sorting_split, tmp_path):

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
+from .. import _schema
 from .._batches import TrainingData, power_of_two_at_least
 from .._sequences import check_token_sequences
 from ._network import FIRST_INPUT_ID, PAD, SEPARATOR, UNKNOWN
@@ -41,6 +43,16 @@ class TransducerCodec:
     target_kind: str
     target_dtype: str | None
     max_target_ratio: float
+
+    #: The estimator attributes that store a fitted codec (see
+    #: :meth:`fitted_attributes`), with their types.
+    FITTED_ATTRIBUTES: ClassVar[dict] = {
+        "input_vocabulary_": _schema.VOCABULARY,
+        "output_vocabulary_": _schema.VOCABULARY,
+        "_target_kind": _schema.one_of("str", "tuple", "list", "array"),
+        "_target_dtype": _schema.DTYPE_OR_NONE,
+        "_max_target_ratio": _schema.finite_at_least(0),
+    }
 
     @classmethod
     def of(cls, estimator):

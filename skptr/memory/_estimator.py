@@ -11,11 +11,14 @@ import numpy as np
 from keras import ops
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .. import _schema
 from .._backend import quiet_retracing
 from .._base import SequenceEstimatorBase
 from .._batches import held_out_split, inference_rows, power_of_two_at_least
+from .._limits import MAX_COUNT, MAX_INITIALISATIONS, MAX_WIDTH
 from .._random import SeedStream
-from ..metrics import fine_accuracy
+from .._sequences import check_token_sequences
+from ..metrics import _checked_fine_accuracy
 from ._codec import TransducerCodec
 from ._curriculum import CurriculumBatches, StalledStartWatch
 from ._memories import unpadded_slots
@@ -245,13 +248,13 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         **SequenceEstimatorBase._parameter_constraints,
         "memory": [StrOptions({"stack", "queue", "deque"}), None],
         "cell": [StrOptions({"lstm", "gru", "rnn"})],
-        "hidden_size": [Interval(Integral, 1, None, closed="left")],
-        "embedding_dim": [Interval(Integral, 1, None, closed="left")],
-        "memory_width": [Interval(Integral, 1, None, closed="left")],
+        "hidden_size": [Interval(Integral, 1, MAX_WIDTH, closed="both")],
+        "embedding_dim": [Interval(Integral, 1, MAX_WIDTH, closed="both")],
+        "memory_width": [Interval(Integral, 1, MAX_WIDTH, closed="both")],
         "pop_bias": [Real],
         "push_bias": [Real, StrOptions({"auto"})],
         "state_bptt_steps": [
-            Interval(Integral, 0, None, closed="left"),
+            Interval(Integral, 0, MAX_COUNT, closed="both"),
             StrOptions({"auto"}),
             None,
         ],
@@ -259,11 +262,31 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         "gate_noise_start": [Interval(Real, 0, 1, closed="both"), StrOptions({"auto"})],
         "reset_cell_state": ["boolean", StrOptions({"auto"})],
         "snap_gates": ["boolean", StrOptions({"auto"})],
-        "n_init": [Interval(Integral, 1, None, closed="left")],
+        "n_init": [Interval(Integral, 1, MAX_INITIALISATIONS, closed="both")],
         "curriculum": ["boolean"],
         "handle_unknown": [StrOptions({"error", "ignore"})],
-        "max_output_length": [Interval(Integral, 1, None, closed="left"), None],
+        "max_output_length": [Interval(Integral, 1, MAX_COUNT, closed="both"), None],
     }
+    _network_params = (
+        "memory",
+        "cell",
+        "hidden_size",
+        "embedding_dim",
+        "memory_width",
+        "pop_bias",
+        "push_bias",
+        "gate_noise",
+        "reset_cell_state",
+    )
+    _fitted_attributes: ClassVar[dict] = {
+        **SequenceEstimatorBase._fitted_attributes,
+        **TransducerCodec.FITTED_ATTRIBUTES,
+        "init_scores_": _schema.SCORES,
+        "snap_gates_": _schema.BOOL,
+        "state_bptt_steps_": _schema.int_at_least_or_none(0),
+        "gate_noise_start_": _schema.float_between(0.0, 1.0),
+    }
+    _network_class = TransducerNetwork
 
     def __init__(
         self,
@@ -405,6 +428,32 @@ class NeuralStackTransducer(SequenceEstimatorBase):
     def _loss(self):
         return keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=-1)
 
+    def _memory_ends(self):
+        return {None: 0, "stack": 1, "queue": 1, "deque": 2}[self.memory]
+
+    def _weight_count(self):
+        hidden, ends, width = self.hidden_size, self._memory_ends(), self.memory_width
+        n_tokens = len(self.input_vocabulary_) + len(self.output_vocabulary_) + 4
+        controller = 4 * hidden * (self.embedding_dim + ends * width + hidden + 2)
+        heads = hidden * ends * (width + 2)
+        readout = (hidden + 1) * (len(self.output_vocabulary_) + 1)
+        return n_tokens * self.embedding_dim + controller + heads + readout
+
+    def _step_count(self, n_steps):
+        """Numbers one sequence holds per step: the controller's activations, the
+        vectors pushed and the strength of every slot (of which there are as many as
+        steps)."""
+        ends = self._memory_ends()
+        return (
+            8 * self.hidden_size
+            + self.embedding_dim
+            + 3 * ends * self.memory_width
+            + (2 * n_steps * ends)
+        )
+
+    def _activation_count(self, n_rows, n_steps):
+        return 2 * n_rows * n_steps * self._step_count(n_steps)
+
     _jit_training = True
 
     def _fit_trial(self, X, y, warm, seeds):
@@ -423,11 +472,12 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         training, held_out = held_out_split(data, n_held_out, seeds.next())
         codec = TransducerCodec.of(self)
         sources, targets = codec.training_pairs(held_out)
-        targets = [tuple(t) for t in targets]
+        targets = [t.tolist() for t in targets]
 
         def held_out_score(candidate, snap):
             candidate.snap_gates_ = snap
-            return fine_accuracy(targets, [tuple(p) for p in candidate._decode(codec, sources)])
+            predictions = [p.tolist() for p in candidate._decode(codec, sources)]
+            return _checked_fine_accuracy(targets, predictions)
 
         def assessed(candidate):
             """The held-out score with rounded strengths, and the best (score, rounding)."""
@@ -497,6 +547,17 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         lengths = np.array([len(s) for s in source_ids])
         order = np.argsort(lengths, kind="stable")
         chunk = self._predict_batch_size()
+        view = self._as_fitted()
+        longest = codec.output_limit(lengths.max(initial=0), self.max_output_length)
+        n_steps = power_of_two_at_least(lengths.max(initial=0) + 1) + power_of_two_at_least(
+            longest + 1
+        )
+        view._check_memory(
+            "decoding",
+            min(chunk, len(source_ids)) * n_steps * view._step_count(n_steps),
+            longest_stream=n_steps,
+            max_output_length=self.max_output_length,
+        )
         outputs = [None] * len(source_ids)
         for start in range(0, len(order), chunk):
             members = order[start : start + chunk]
@@ -544,7 +605,14 @@ class NeuralStackTransducer(SequenceEstimatorBase):
             Mean share of each target (end token included) predicted before the first
             error; see :func:`skptr.metrics.fine_accuracy`.
         """
-        return fine_accuracy(y, self.predict(X))
+        codec, _, source_ids = self._sources(X)
+        targets, _ = check_token_sequences(y, "y")
+        if len(targets) != len(source_ids):
+            raise ValueError(
+                f"X and y have different numbers of samples: {len(source_ids)} and {len(targets)}."
+            )
+        predictions = [codec.tokens(ids) for ids in self._decode(codec, source_ids)]
+        return _checked_fine_accuracy(targets, predictions)
 
     def memory_trace(self, X, max_steps=_MAX_TRACE_STEPS):
         """How the controller uses its memory while transducing ``X``.
@@ -589,7 +657,10 @@ class NeuralStackTransducer(SequenceEstimatorBase):
             If the estimator has no memory (``memory=None``), or a sample's trace
             would exceed ``max_steps`` steps.
         """
-        if self.memory is None:
+        max_steps = _checked_max_steps(max_steps)
+        self._check_fitted()
+        memory = self.network_params_["memory"]
+        if memory is None:
             raise ValueError("memory=None: this estimator has no memory to trace.")
         codec, sources, source_ids = self._sources(X)
         self._check_trace_length([len(s) + 1 for s in source_ids], max_steps, "input")
@@ -597,6 +668,12 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         streams = [codec.trace_stream(s, o) for s, o in zip(source_ids, output_ids, strict=True)]
         self._check_trace_length([len(s) for s in streams], max_steps, "input and output")
         padded = codec.left_padded(streams)
+        view = self._as_fitted()
+        view._check_memory(
+            "the traces",
+            len(streams) * padded.shape[1] * view._step_count(padded.shape[1]),
+            longest_trace=padded.shape[1],
+        )
         with quiet_retracing():
             snap = self.snap_gates_
             traces = self._inference_model(
@@ -607,7 +684,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         results = []
         for i, stream in enumerate(streams):
             first = n_steps - len(stream)
-            strengths = unpadded_slots(traces["strengths"][i, first:], self.memory, first)
+            strengths = unpadded_slots(traces["strengths"][i, first:], memory, first)
             results.append(
                 {
                     "source": sources[i],
@@ -630,6 +707,17 @@ class NeuralStackTransducer(SequenceEstimatorBase):
                 f"max_steps={max_steps} (a trace holds a steps-by-steps strengths matrix); "
                 "trace a shorter input or pass a larger max_steps."
             )
+
+
+def _checked_max_steps(max_steps):
+    """``memory_trace``'s ``max_steps``, refused unless it is an int >= 1."""
+    if isinstance(max_steps, bool | np.bool_) or not isinstance(max_steps, Integral):
+        raise TypeError(
+            f"max_steps must be an int >= 1, got {max_steps!r} (a {type(max_steps).__name__})."
+        )
+    if max_steps < 1:
+        raise ValueError(f"max_steps must be an int >= 1, got {max_steps!r}.")
+    return int(max_steps)
 
 
 class _GateNoiseFrom(keras.callbacks.Callback):

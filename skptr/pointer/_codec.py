@@ -8,9 +8,11 @@ pointer distributions indexed like the user's input.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
+from .. import _schema
 from .._batches import TrainingData
 from .._sequences import check_numeric_sequences, check_orderings
 from ._cycles import canonical_indices, canonical_training
@@ -39,10 +41,22 @@ class PointerCodec:
     ordered_subsets: bool = False
     cycle: str | None = None
 
+    #: The estimator attributes that store a fitted codec, with their types (``cycle``
+    #: is one of the hyperparameters recorded in ``network_params_``).
+    FITTED_ATTRIBUTES: ClassVar[dict] = {
+        "n_features_in_": _schema.int_at_least(1),
+        "ordered_subsets_": _schema.BOOL,
+    }
+
     @classmethod
     def of(cls, estimator):
-        """The codec of a fitted estimator (its fitted attributes and ``cycle``)."""
-        return cls(estimator.n_features_in_, estimator.ordered_subsets_, estimator.cycle)
+        """The codec of a fitted estimator (its fitted attributes and the ``cycle`` it
+        was fitted with)."""
+        return cls(
+            estimator.n_features_in_,
+            estimator.ordered_subsets_,
+            estimator.network_params_["cycle"],
+        )
 
     def sequences(self, X):
         """Validate and pad input sequences (see :func:`check_numeric_sequences`)."""

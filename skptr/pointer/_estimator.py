@@ -12,8 +12,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._backend import quiet_retracing
 from .._base import SequenceEstimatorBase
 from .._batches import inference_rows, power_of_two_at_most, take
+from .._limits import MAX_DEPTH, MAX_WIDTH
 from .._sequences import check_orderings
-from ..metrics import position_accuracy
+from ..metrics import _checked_position_accuracy
 from ._codec import PointerCodec
 from ._cycles import CYCLE_KINDS
 from ._decoding import PointerDecoder
@@ -26,6 +27,22 @@ __all__ = ["PointerNetworkOrderer"]
 #: step-by-step pointer distributions of one batch may hold.
 _DECODER_ROWS = 2048
 _DECODER_NUMBERS = 2**24
+# Gates per recurrent cell, for the memory estimates.
+_GATES = {"lstm": 4, "gru": 3, "rnn": 1}
+
+
+def count_orderings(n_positions, ordered_subsets, at_most):
+    """Orderings of ``n_positions`` positions (all permutations; with ``ordered_subsets``
+    also every shorter ordered subset, the empty one included), counted up to
+    ``at_most``: a beam wider than this holds every ordering."""
+    total, prefixes = (1, 1) if ordered_subsets else (0, 1)
+    for remaining in range(n_positions, 0, -1):
+        prefixes *= remaining
+        if ordered_subsets or remaining == 1:
+            total += prefixes
+        if total >= at_most or prefixes >= at_most:
+            return at_most
+    return max(total, 1)
 
 
 class PointerNetworkOrderer(SequenceEstimatorBase):
@@ -142,18 +159,33 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
 
     _parameter_constraints: ClassVar[dict] = {
         **SequenceEstimatorBase._parameter_constraints,
-        "hidden_size": [Interval(Integral, 1, None, closed="left")],
+        "hidden_size": [Interval(Integral, 1, MAX_WIDTH, closed="both")],
         "cell": [StrOptions({"lstm", "gru", "rnn"})],
         "bidirectional": ["boolean"],
-        "num_layers": [Interval(Integral, 1, None, closed="left")],
+        "num_layers": [Interval(Integral, 1, MAX_DEPTH, closed="both")],
         "attention": [StrOptions({"additive", "dot", "general"})],
-        "n_glimpses": [Interval(Integral, 0, None, closed="left")],
+        "n_glimpses": [Interval(Integral, 0, MAX_DEPTH, closed="both")],
         "dropout": [Interval(Real, 0, 1, closed="left")],
         "decode": [StrOptions({"greedy", "beam"})],
-        "beam_width": [Interval(Integral, 1, None, closed="left")],
+        "beam_width": [Interval(Integral, 1, MAX_WIDTH, closed="both")],
         "cycle": [None, StrOptions(set(CYCLE_KINDS))],
         "learning_rate_decay": [Interval(Real, 0, 1, closed="right")],
     }
+    _network_params = (
+        "hidden_size",
+        "cell",
+        "bidirectional",
+        "num_layers",
+        "attention",
+        "n_glimpses",
+        "dropout",
+        "cycle",
+    )
+    _fitted_attributes: ClassVar[dict] = {
+        **SequenceEstimatorBase._fitted_attributes,
+        **PointerCodec.FITTED_ATTRIBUTES,
+    }
+    _network_class = PointerNetwork
 
     def __init__(
         self,
@@ -236,6 +268,33 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
     def _loss(self):
         return masked_pointer_crossentropy
 
+    def _widths(self):
+        """Width of the recurrent states and of the encodings."""
+        return self.hidden_size, self.hidden_size * (2 if self.bidirectional else 1)
+
+    def _weight_count(self):
+        hidden, width = self._widths()
+        gates, directions = _GATES[self.cell], width // hidden
+        encoder = (self.n_features_in_ + 1) * hidden + self.num_layers * directions * gates * (
+            hidden * (width + hidden + 2)
+        )
+        decoder = self.num_layers * gates * width * (2 * width + 2)
+        scorers = (1 + min(self.n_glimpses, 1)) * (2 * width * hidden + width * width + 2 * hidden)
+        return encoder + decoder + scorers
+
+    def _activation_count(self, n_rows, n_steps):
+        hidden, width = self._widths()
+        recurrent = 2 * self.num_layers * _GATES[self.cell] * width + hidden
+        scored = n_steps * (hidden + 2) * (1 + self.n_glimpses)
+        return 2 * n_rows * (n_steps + 1) * (recurrent + scored)
+
+    def _decoding_count(self, n_rows, n_steps):
+        """Estimated numbers a decoding batch of ``n_rows`` rows (samples times beams)
+        of ``n_steps`` positions holds."""
+        hidden, width = self._widths()
+        per_position = 2 * (n_steps + 1) + (2 + self.n_glimpses) * hidden + 2 * width
+        return n_rows * (n_steps + 1) * per_position
+
     def _fit_callbacks(self, has_validation):
         callbacks = super()._fit_callbacks(has_validation)
         epochs_done = len(self.history_.get("loss", []))
@@ -246,29 +305,41 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         return [schedule, *callbacks]
 
     # ------------------------------------------------------------- inference
-    def _decoder_batch_size(self, n_positions):
-        """Samples per decoding batch: about 2,048 decoded rows (beams included), as
-        long as the step-by-step pointer distributions of a batch stay within 2**24
-        numbers, and never fewer than ``batch_size``."""
-        beams = self.beam_width if self.decode == "beam" else 1
-        fitting = min(
-            _DECODER_ROWS // beams, _DECODER_NUMBERS // (beams * n_positions * (n_positions + 1))
-        )
-        return max(int(self.batch_size), power_of_two_at_most(fitting))
+    def _beams(self, n_positions):
+        """Hypotheses kept per sample: ``beam_width`` for beam search, at most the
+        number of orderings of ``n_positions`` positions (a wider beam finds the same
+        best one), and 1 for greedy decoding."""
+        if self.decode != "beam":
+            return 1
+        return count_orderings(n_positions, self.ordered_subsets_, self.beam_width)
 
-    def _sequences(self, X):
+    def _decoder_batch_size(self, n_positions, beams):
+        """Samples per decoding batch: about 2,048 decoded rows (beams included), or
+        ``batch_size`` samples if more, as long as the step-by-step pointer
+        distributions of a batch stay within 2**24 numbers (and at least one sample)."""
+        within_numbers = _DECODER_NUMBERS // (beams * n_positions * (n_positions + 1))
+        fitting = min(_DECODER_ROWS // beams, within_numbers)
+        return power_of_two_at_most(max(fitting, min(int(self.batch_size), within_numbers), 1))
+
+    def _fitted_codec(self):
         self._check_fitted()
-        return PointerCodec.of(self).sequences(X)
+        return PointerCodec.of(self)
 
-    def _run_decoder(self, sequences):
+    def _run_decoder(self, sequences, codec):
         """Orderings and distributions of validated sequences."""
-        batch_size = self._decoder_batch_size(sequences.max_length)
+        view = self._as_fitted()
+        beams = self._beams(sequences.max_length)
+        batch_size = self._decoder_batch_size(sequences.max_length, beams)
+        view._check_memory(
+            "decoding",
+            view._decoding_count(batch_size * beams, sequences.max_length),
+            longest_sequence=sequences.max_length,
+            beams=beams,
+        )
         n_rows = inference_rows(sequences.n_samples, batch_size)
         decoder = self._inference_model(
-            ("decoder", self.decode, self.beam_width),
-            lambda network: PointerDecoder(
-                network, method=self.decode, beam_width=self.beam_width
-            ),
+            ("decoder", self.decode, beams),
+            lambda network: PointerDecoder(network, method=self.decode, beam_width=beams),
             n_rows,
         )
         inputs = PointerCodec.decoder_inputs(sequences, n_rows)
@@ -280,7 +351,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         outputs = {
             key: np.concatenate([np.asarray(b[key]) for b in batches]) for key in batches[0]
         }
-        return PointerCodec.of(self).decode(outputs, sequences.n_samples)
+        return codec.decode(outputs, sequences.n_samples)
 
     def predict(self, X):
         """Predict an ordering of each input sequence.
@@ -298,7 +369,8 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
             Distinct input positions in output order, padded with -1 after each
             sample's end of output; ``n_outputs`` is the longest predicted ordering.
         """
-        return self._run_decoder(self._sequences(X))[0]
+        codec = self._fitted_codec()
+        return self._run_decoder(codec.sequences(X), codec)[0]
 
     def predict_proba(self, X):
         """Pointer distributions along the decoded orderings.
@@ -317,7 +389,8 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
             for models fitted on full permutations). Steps after a sample's end are all
             zeros.
         """
-        return self._run_decoder(self._sequences(X))[1]
+        codec = self._fitted_codec()
+        return self._run_decoder(codec.sequences(X), codec)[1]
 
     def score(self, X, y):
         """Mean position accuracy of the predicted orderings.
@@ -339,16 +412,16 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         float
             Share of correctly placed elements.
         """
-        sequences = self._sequences(X)
+        codec = self._fitted_codec()
+        sequences = codec.sequences(X)
         orderings, lengths = check_orderings(y, sequences.lengths)
-        orderings = PointerCodec.of(self).canonical(orderings, lengths)
-        predictions = self._run_decoder(sequences)[0]
-        return position_accuracy(orderings, predictions, X=sequences.values)
+        orderings = codec.canonical(orderings, lengths)
+        predictions = self._run_decoder(sequences, codec)[0]
+        return _checked_position_accuracy(orderings, predictions, sequences.values)
 
     def _log_likelihood(self, X, y):
         """Log-probability the network assigns to given orderings of ``X``."""
-        self._check_fitted()
-        inputs, targets, _ = PointerCodec.of(self).encode_training(X, y)
+        inputs, targets, _ = self._fitted_codec().encode_training(X, y)
         logits = np.asarray(self.network_(inputs, training=False))
         shifted = logits - logits.max(axis=-1, keepdims=True)
         log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))

@@ -1,0 +1,462 @@
+"""Replays of hostile uses: saved models that could not be loaded, sizes nobody bounded,
+values accepted that should not be, and work validated more than once.
+
+Cases that measure a whole process (its memory and time) run in a subprocess with a
+bound; the file-format checks of single members live in ``test_load_validation.py``.
+"""
+
+import errno
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import zipfile
+
+import joblib
+import numpy as np
+import pytest
+from sklearn.utils._param_validation import InvalidParameterError
+
+import skptr
+import skptr._limits
+from skptr import NeuralStackTransducer, PointerNetworkOrderer
+from skptr.memory import _estimator as transducer_module
+from skptr.pointer import _codec as pointer_codec_module
+from skptr.pointer._estimator import count_orderings
+from skptr.preprocessing import TextTokenizer
+
+POINTER = {"hidden_size": 8, "epochs": 1, "batch_size": 16, "random_state": 0}
+TRANSDUCER = {
+    "hidden_size": 8,
+    "embedding_dim": 4,
+    "memory_width": 4,
+    "epochs": 1,
+    "n_init": 1,
+    "random_state": 0,
+}
+
+
+def _sorting(n_samples, n_steps=5, seed=0):
+    X = np.random.default_rng(seed).random((n_samples, n_steps))
+    return X, np.argsort(X, axis=1)
+
+
+def _reversal(n_samples, seed=0, max_length=6):
+    rng = np.random.default_rng(seed)
+    X = [
+        "".join(rng.choice(list("ab"), rng.integers(1, max_length + 1))) for _ in range(n_samples)
+    ]
+    return X, [s[::-1] for s in X]
+
+
+@pytest.fixture(scope="module")
+def orderer():
+    X, y = _sorting(64)
+    return PointerNetworkOrderer(**POINTER).fit(X, y), X
+
+
+@pytest.fixture(scope="module")
+def transducer():
+    X, y = _reversal(40)
+    return NeuralStackTransducer(**TRANSDUCER).fit(X, y), X
+
+
+# 1. A fitted model remembers how it was built.
+@pytest.mark.parametrize(
+    "changes",
+    [{"hidden_size": 16}, {"cell": "gru"}, {"attention": "dot"}, {"num_layers": 2}],
+    ids=lambda changes: next(iter(changes)),
+)
+def test_orderer_changed_after_fit_survives_pickles_and_files(orderer, tmp_path, changes):
+    estimator, X = orderer
+    expected = estimator.predict(X)
+    changed = skptr.load(_saved(estimator, tmp_path / "copy.skptr")).set_params(**changes)
+    for loaded in (_joblib_copy(changed, tmp_path), skptr.load(_saved(changed, tmp_path / "m"))):
+        assert loaded.get_params()[next(iter(changes))] == changes[next(iter(changes))]
+        np.testing.assert_array_equal(loaded.predict(X), expected)
+
+
+@pytest.mark.parametrize(
+    "changes", [{"hidden_size": 16}, {"memory": "queue"}, {"cell": "gru"}], ids=str
+)
+def test_transducer_changed_after_fit_survives_pickles_and_files(transducer, tmp_path, changes):
+    estimator, X = transducer
+    expected = estimator.predict(X)
+    changed = _joblib_copy(estimator, tmp_path).set_params(**changes)
+    for loaded in (_joblib_copy(changed, tmp_path), skptr.load(_saved(changed, tmp_path / "m"))):
+        np.testing.assert_array_equal(loaded.predict(X), expected)
+        assert loaded.network_params_["memory"] == "stack"
+        assert len(loaded.memory_trace(X[:1])) == 1
+
+
+def test_a_refit_uses_the_new_parameters(orderer):
+    estimator, X = orderer
+    refitted = _copy(estimator).set_params(hidden_size=4).fit(X, np.argsort(X, axis=1))
+    assert refitted.network_params_["hidden_size"] == 4
+    assert estimator.network_params_["hidden_size"] == 8
+
+
+def test_warm_start_keeps_the_fitted_network(orderer):
+    estimator, X = orderer
+    warm = _copy(estimator).set_params(warm_start=True, hidden_size=16, cycle="directed")
+    warm.fit(X, np.argsort(X, axis=1))
+    assert warm.network_params_ == estimator.network_params_
+    assert warm.n_iter_ == estimator.n_iter_ + 1
+
+
+def _copy(estimator):
+    return joblib.load(_joblib_dump(estimator))
+
+
+def _joblib_dump(estimator, directory=None):
+    import tempfile
+
+    directory = directory or tempfile.mkdtemp()
+    path = os.path.join(directory, "model.joblib")
+    joblib.dump(estimator, path)
+    return path
+
+
+def _joblib_copy(estimator, directory):
+    return joblib.load(_joblib_dump(estimator, directory))
+
+
+def _saved(estimator, path):
+    estimator.save(path)
+    return path
+
+
+# 2. Atomic saves.
+class _FailingWriter:
+    """A file object that writes half of what it is given, then fails as a full disk."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stream.close()
+
+    def write(self, data):
+        self.stream.write(data[: len(data) // 2])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_failed_save_leaves_the_previous_file_byte_for_byte(orderer, tmp_path, monkeypatch):
+    estimator, _ = orderer
+    path = _saved(estimator, tmp_path / "model.skptr")
+    before = path.read_bytes()
+    real_fdopen = os.fdopen
+    monkeypatch.setattr(
+        skptr._persistence.os, "fdopen", lambda *a, **k: _FailingWriter(real_fdopen(*a, **k))
+    )
+    with pytest.raises(OSError, match="No space left"):
+        estimator.save(path)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.skptr"]  # no temporary left
+
+
+def test_a_save_replaces_the_file_with_usual_permissions(orderer, tmp_path):
+    estimator, X = orderer
+    path = tmp_path / "model.skptr"
+    path.write_bytes(b"an older file")
+    estimator.save(path)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask
+    np.testing.assert_array_equal(skptr.load(path).predict(X), estimator.predict(X))
+
+
+# 3. Limits on every size, before work starts.
+@pytest.mark.parametrize(
+    ("cls", "params"),
+    [
+        (PointerNetworkOrderer, {"num_layers": 2**70}),
+        (PointerNetworkOrderer, {"n_glimpses": 2**70}),
+        (PointerNetworkOrderer, {"hidden_size": 10**400}),
+        (PointerNetworkOrderer, {"beam_width": 2**70}),
+        (PointerNetworkOrderer, {"epochs": 2**70}),
+        (NeuralStackTransducer, {"n_init": 2**70}),
+        (NeuralStackTransducer, {"memory_width": 10**7}),
+        (NeuralStackTransducer, {"max_output_length": 2**70}),
+    ],
+    ids=lambda value: next(iter(value)) if isinstance(value, dict) else value.__name__,
+)
+def test_sizes_no_machine_can_build_are_refused_by_the_parameters(cls, params):
+    X, y = _sorting(8) if cls is PointerNetworkOrderer else _reversal(8)
+    name = next(iter(params))
+    with pytest.raises(InvalidParameterError, match=rf"'{name}' parameter .* in the range"):
+        cls(**params).fit(X, y)
+
+
+@pytest.fixture
+def one_gib_machine(monkeypatch):
+    monkeypatch.setattr(skptr._limits, "physical_memory", lambda: 2**30)
+
+
+@pytest.mark.parametrize(
+    ("cls", "params", "what"),
+    [
+        (PointerNetworkOrderer, {"hidden_size": 2**14}, "the network's weights|a training step"),
+        (PointerNetworkOrderer, {"hidden_size": 64}, "a training step"),
+        (NeuralStackTransducer, {"memory_width": 10**6}, "a training step"),
+    ],
+)
+def test_fits_that_cannot_fit_in_memory_fail_at_once(one_gib_machine, cls, params, what):
+    if cls is PointerNetworkOrderer:
+        X, y = _sorting(16, n_steps=2000 if params["hidden_size"] == 64 else 5)
+    else:
+        X, y = _reversal(8)
+    estimator = cls(**{**(POINTER if cls is PointerNetworkOrderer else TRANSDUCER), **params})
+    with pytest.raises(
+        MemoryError, match=rf"({what}) would need about .* GiB .*{next(iter(params))}"
+    ):
+        estimator.fit(X, y)
+    assert not hasattr(estimator, "network_")
+
+
+def test_beam_width_is_capped_at_the_number_of_orderings(orderer):
+    estimator, _ = orderer
+    X = np.random.default_rng(1).random((4, 3))
+    wide = _copy(estimator).set_params(decode="beam", beam_width=10**6)
+    exact = _copy(estimator).set_params(decode="beam", beam_width=6)  # 3! orderings
+    np.testing.assert_array_equal(wide.predict(X), exact.predict(X))
+    np.testing.assert_allclose(wide.predict_proba(X), exact.predict_proba(X), atol=1e-6)
+    assert wide._beams(3) == 6
+
+
+def test_counting_orderings():
+    assert count_orderings(3, False, 10**6) == 6
+    assert count_orderings(3, True, 10**6) == 1 + 3 + 6 + 6
+    assert count_orderings(1, False, 5) == 1
+    assert count_orderings(200, False, 10**4) == 10**4
+    assert count_orderings(200, True, 7) == 7
+
+
+def test_decoding_that_cannot_fit_in_memory_fails_at_once(orderer, one_gib_machine):
+    estimator, _ = orderer
+    wide = _copy(estimator).set_params(decode="beam", beam_width=10**4)
+    X = np.random.default_rng(2).random((1, 200))
+    with pytest.raises(MemoryError, match=r"decoding would need about .*beams=10000"):
+        wide.predict(X)
+
+
+def test_transducer_decoding_that_cannot_fit_in_memory_fails_at_once(transducer, one_gib_machine):
+    estimator, _ = transducer
+    long = _copy(estimator).set_params(max_output_length=2**24)
+    with pytest.raises(MemoryError, match=r"decoding would need about .*max_output_length"):
+        long.predict(["ab"])
+
+
+def test_memory_estimates_bound_the_real_weights(orderer, transducer):
+    for estimator, _ in (orderer, transducer):
+        real = estimator.network_.count_params()
+        estimate = estimator._as_fitted()._weight_count()
+        assert real <= estimate <= 1.5 * real
+
+
+# 3b. Files: each member's size is checked before it is read.
+_LOAD_IN_A_SUBPROCESS = textwrap.dedent(
+    """
+    import json, resource, sys, time
+    import skptr, skptr.memory, skptr.pointer
+    start_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.perf_counter()
+    try:
+        skptr.load(sys.argv[1])
+        outcome = "loaded"
+    except ValueError as error:
+        outcome = str(error)
+    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - start_rss
+    print(json.dumps({"outcome": outcome, "seconds": time.perf_counter() - start,
+                      "grown_mib": grown / 1024}))
+    """
+)
+
+
+def _load_in_subprocess(path):
+    result = subprocess.run(
+        [sys.executable, "-c", _LOAD_IN_A_SUBPROCESS, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def _with_zeroed_member(source, target, name, n_bytes):
+    """Copy a skptr file, with member ``name`` replaced by ``n_bytes`` zeros (deflated
+    to about a thousandth of that)."""
+    with zipfile.ZipFile(source) as archive:
+        members = {member: archive.read(member) for member in archive.namelist()}
+    chunk = bytes(2**20)
+    with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for member, data in members.items():
+            if member != name:
+                archive.writestr(member, data)
+        with archive.open(name, "w", force_zip64=True) as stream:
+            for _ in range(n_bytes // len(chunk)):
+                stream.write(chunk)
+    return target
+
+
+@pytest.mark.parametrize("member", ["network.keras", "skptr.json"])
+def test_a_zeroed_gigabyte_member_is_refused_before_it_is_read(orderer, tmp_path, member):
+    path = _saved(orderer[0], tmp_path / "model.skptr")
+    bomb = _with_zeroed_member(path, tmp_path / "bomb.skptr", member, 2**30)
+    assert bomb.stat().st_size < 8 * 2**20
+    result = _load_in_subprocess(bomb)
+    assert re.search(r"declares 1,073,741,824 bytes, more than the [\d,]+", result["outcome"])
+    assert result["seconds"] < 5
+    assert result["grown_mib"] < 200
+
+
+def _with_network_param(source, target, **values):
+    with zipfile.ZipFile(source) as archive:
+        members = {member: archive.read(member) for member in archive.namelist()}
+    metadata = json.loads(members["skptr.json"])
+    for entry in metadata["state"]["network_params_"]["__dict__"]:
+        entry[1] = values.get(entry[0], entry[1])
+    members["skptr.json"] = json.dumps(metadata).encode()
+    with zipfile.ZipFile(target, "w") as archive:
+        for member, data in members.items():
+            archive.writestr(member, data)
+    return target
+
+
+def test_a_file_declaring_a_huge_network_is_refused_before_building_it(orderer, tmp_path):
+    path = _saved(orderer[0], tmp_path / "model.skptr")
+    out_of_bounds = _with_network_param(path, tmp_path / "a.skptr", hidden_size=10**7)
+    with pytest.raises(ValueError, match=r"invalid hyperparameters in network_params_.*hidden"):
+        skptr.load(out_of_bounds)
+    result = _load_in_subprocess(
+        _with_network_param(path, tmp_path / "b.skptr", hidden_size=2**20)
+    )
+    assert re.search(r"declares a network that cannot be built here: .*GiB", result["outcome"])
+    assert result["seconds"] < 10 and result["grown_mib"] < 200
+
+
+# 4. Every value checked where it enters.
+def test_distinct_seeds_give_distinct_fits():
+    X, y = _sorting(32)
+    weights = {
+        seed: PointerNetworkOrderer(**{**POINTER, "random_state": seed}).fit(X, y).network_
+        for seed in (0, 2**31 - 1, 2**32 - 1)
+    }
+    first = weights[0].get_weights()[0]
+    assert not np.array_equal(first, weights[2**31 - 1].get_weights()[0])
+    assert not np.array_equal(first, weights[2**32 - 1].get_weights()[0])
+    with pytest.raises(InvalidParameterError, match="random_state"):
+        PointerNetworkOrderer(random_state=2**32).fit(X, y)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("epochs", True),
+        ("batch_size", True),
+        ("hidden_size", True),
+        ("n_iter_no_change", True),
+        ("n_glimpses", False),
+        ("beam_width", True),
+    ],
+)
+def test_booleans_are_not_counts(name, value):
+    X, y = _sorting(8)
+    with pytest.raises(InvalidParameterError, match=rf"'{name}' .* an int, not a bool"):
+        PointerNetworkOrderer(**{name: value}).fit(X, y)
+    with pytest.raises(InvalidParameterError, match=rf"'{name}' parameter"):
+        PointerNetworkOrderer(**{name: np.bool_(value)}).fit(X, y)
+
+
+def test_transducer_counts_refuse_booleans_too():
+    X, y = _reversal(8)
+    with pytest.raises(InvalidParameterError, match=r"'n_init' .* an int, not a bool"):
+        NeuralStackTransducer(n_init=True).fit(X, y)
+
+
+@pytest.mark.parametrize("callbacks", [[1, 2], ["EarlyStopping"], (None,)])
+def test_callbacks_must_be_keras_callbacks(callbacks):
+    X, y = _sorting(8)
+    with pytest.raises(InvalidParameterError, match=r"callbacks\[0\] is a"):
+        PointerNetworkOrderer(callbacks=callbacks).fit(X, y)
+
+
+@pytest.mark.parametrize(
+    ("max_steps", "error"),
+    [
+        (float("nan"), TypeError),
+        (None, TypeError),
+        ("big", TypeError),
+        (True, TypeError),
+        (2.5, TypeError),
+        (0, ValueError),
+        (-3, ValueError),
+    ],
+    ids=repr,
+)
+def test_trace_max_steps_is_checked(transducer, max_steps, error):
+    estimator, X = transducer
+    with pytest.raises(error, match="max_steps must be an int >= 1"):
+        estimator.memory_trace(X[:1], max_steps=max_steps)
+
+
+def test_trace_max_steps_still_guards_long_inputs(transducer):
+    estimator, _ = transducer
+    with pytest.raises(ValueError, match=r"X\[0\]: its input make a trace of 5 steps"):
+        estimator.memory_trace(["abab"], max_steps=np.int64(4))
+
+
+@pytest.mark.parametrize("split", ["chars", "([", "", 3, None])
+def test_tokenizer_options_are_checked(split):
+    with pytest.raises(InvalidParameterError, match="'split' parameter of TextTokenizer"):
+        TextTokenizer(split=split).fit(["a b"])
+
+
+def test_tokenizer_splits_on_a_compiled_pattern():
+    tokens = TextTokenizer(split=re.compile(r"[-,]")).fit_transform(["a-b,c"])
+    assert tokens.tolist() == [("a", "b", "c")]
+
+
+# 5. Validation once per public call.
+def _count_calls(monkeypatch, module, name):
+    calls = []
+    original = getattr(module, name)
+
+    def counted(*args, **kwargs):
+        calls.append(args)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, counted)
+    return calls
+
+
+def test_orderer_score_validates_each_input_once(orderer, monkeypatch):
+    estimator, X = orderer
+    y = np.argsort(X, axis=1)
+    expected = estimator.score(X, y)
+    sequences = _count_calls(monkeypatch, pointer_codec_module, "check_numeric_sequences")
+    codecs = _count_calls(monkeypatch, pointer_codec_module.PointerCodec, "of")
+    assert estimator.score(X, y) == expected
+    assert len(sequences) == 1 and len(codecs) == 1
+
+
+def test_transducer_score_validates_each_input_once(transducer, monkeypatch):
+    estimator, X = transducer
+    y = [s[::-1] for s in X]
+    expected = estimator.score(X, y)
+    from skptr.memory import _codec as transducer_codec_module
+
+    tokens = _count_calls(monkeypatch, transducer_codec_module, "check_token_sequences")
+    tokens_here = _count_calls(monkeypatch, transducer_module, "check_token_sequences")
+    codecs = _count_calls(monkeypatch, transducer_codec_module.TransducerCodec, "of")
+    assert estimator.score(X, y) == expected
+    assert len(tokens) + len(tokens_here) == 2 and len(codecs) == 1
+    assert math.isclose(expected, skptr.metrics.fine_accuracy(y, estimator.predict(X)))
