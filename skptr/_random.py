@@ -25,16 +25,16 @@ def draw_seed(random_state):
     Parameters
     ----------
     random_state : int, RandomState instance or None
-        An int is used as is (modulo ``2**31 - 1``); a ``RandomState`` instance
-        draws the seed, and ``None`` draws it from NumPy's global generator, as
-        scikit-learn does.
+        An int (scikit-learn's range, 0 to ``2**32 - 1``) is used as is, so distinct
+        ints give distinct fits; a ``RandomState`` instance draws the seed, and
+        ``None`` draws it from NumPy's global generator, as scikit-learn does.
 
     Returns
     -------
     int
     """
     if isinstance(random_state, int | np.integer) and not isinstance(random_state, bool):
-        return int(random_state) % MAX_SEED
+        return int(random_state)
     return int(check_random_state(random_state).randint(MAX_SEED))
 
 

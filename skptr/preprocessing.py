@@ -171,9 +171,11 @@ class TextTokenizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None)
 
     Parameters
     ----------
-    split : {"whitespace", "char"} or str, default="whitespace"
+    split : {"whitespace", "char"} or re.Pattern, default="whitespace"
         ``"whitespace"`` splits on runs of whitespace, ``"char"`` makes every character
-        a token; any other string is a regular expression to split on.
+        a token; a compiled regular expression (``re.compile("-")``) splits on its
+        matches. Any other string is refused, so that a misspelt option is not taken
+        for a pattern.
     lowercase : bool, default=False
         Lowercase the texts before splitting.
 
@@ -185,7 +187,7 @@ class TextTokenizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None)
     """
 
     _parameter_constraints: ClassVar[dict] = {
-        "split": [StrOptions({"whitespace", "char"}), str],
+        "split": [StrOptions({"whitespace", "char"}), re.Pattern],
         "lowercase": ["boolean"],
     }
 
@@ -226,7 +228,7 @@ class TextTokenizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None)
             elif self.split == "whitespace":
                 tokens = tuple(text.split())
             else:
-                tokens = tuple(token for token in re.split(self.split, text) if token)
+                tokens = tuple(token for token in self.split.split(text) if token)
             result[index] = tokens
         return result
 
