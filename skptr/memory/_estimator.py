@@ -194,6 +194,10 @@ class NeuralStackTransducer(SequenceEstimatorBase):
     ----------
     network_ : keras.Model
         The trained network (teacher-forced training graph).
+    network_params_ : dict
+        The hyperparameters the network was built with (those that shape it), which
+        pickles and :func:`skptr.load` rebuild it from; ``set_params`` after ``fit``
+        changes only the next fit.
     input_vocabulary_ : ndarray of shape (n_input_tokens,), dtype object
         Source tokens seen in ``fit``, sorted when they can be compared.
     output_vocabulary_ : ndarray of shape (n_output_tokens,), dtype object
@@ -441,8 +445,8 @@ class NeuralStackTransducer(SequenceEstimatorBase):
 
     def _step_count(self, n_steps):
         """Numbers one sequence holds per step: the controller's activations, the
-        vectors pushed and the strength of every slot (of which there are as many as
-        steps)."""
+        vectors pushed and, where every step's strengths are kept (training, traces),
+        the strength of each of the ``n_steps`` slots (1: only the current ones)."""
         ends = self._memory_ends()
         return (
             8 * self.hidden_size
@@ -554,7 +558,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         )
         view._check_memory(
             "decoding",
-            min(chunk, len(source_ids)) * n_steps * view._step_count(n_steps),
+            min(chunk, len(source_ids)) * n_steps * view._step_count(1),
             longest_stream=n_steps,
             max_output_length=self.max_output_length,
         )

@@ -135,6 +135,10 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
     ----------
     network_ : keras.Model
         The trained pointer network (teacher-forced training graph).
+    network_params_ : dict
+        The hyperparameters the network was built with (those that shape it), which
+        pickles and :func:`skptr.load` rebuild it from; ``set_params`` after ``fit``
+        changes only the next fit.
     n_features_in_ : int
         Number of features per sequence step seen in ``fit``.
     ordered_subsets_ : bool
