@@ -25,18 +25,21 @@ def orderer_file(tmp_path_factory):
     return estimator, path, X
 
 
+SMALL_TRANSDUCER = {
+    "hidden_size": 8,
+    "embedding_dim": 4,
+    "memory_width": 4,
+    "epochs": 1,
+    "batch_size": 64,
+    "n_init": 1,
+    "random_state": 0,
+}
+
+
 @pytest.fixture(scope="module")
 def transducer_file(tmp_path_factory):
     X = ["ab", "ba", "aab", "abb"]
-    estimator = NeuralStackTransducer(
-        hidden_size=8,
-        embedding_dim=4,
-        memory_width=4,
-        epochs=1,
-        batch_size=64,
-        n_init=1,
-        random_state=0,
-    )
+    estimator = NeuralStackTransducer(**SMALL_TRANSDUCER)
     path = tmp_path_factory.mktemp("transducer") / "transducer.skptr"
     estimator.fit(X, [x[::-1] for x in X]).save(path)
     return estimator, path, X
@@ -182,18 +185,10 @@ def test_parameters_changed_after_fit_do_not_change_the_stored_network(orderer_f
 
 
 def test_a_memory_is_not_loaded_as_another(transducer_file, tmp_path):
-    X = ["ab", "ba", "aab", "abb"]
-    queue = NeuralStackTransducer(
-        memory="queue",
-        hidden_size=8,
-        embedding_dim=4,
-        memory_width=4,
-        epochs=1,
-        n_init=1,
-        random_state=0,
-    ).fit(X, X)
-    queue.save(tmp_path / "queue.skptr")
-    path = transducer_file[1]
+    _, path, X = transducer_file
+    NeuralStackTransducer(memory="queue", **SMALL_TRANSDUCER).fit(X, X).save(
+        tmp_path / "queue.skptr"
+    )
     edited = _tampered(path, tmp_path / "edited.skptr", _set_network_params(memory="queue"))
     with pytest.raises(ValueError, match="differ in memory"):
         skptr.load(edited)

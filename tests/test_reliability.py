@@ -12,6 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 import keras
 import numpy as np
 import pytest
+from _tasks import reversal as _reversal
+from _tasks import sorting as _sorting
 from sklearn.utils._param_validation import InvalidParameterError
 
 from skptr import NeuralStackTransducer, PointerNetworkOrderer
@@ -25,19 +27,6 @@ TRANSDUCER = {
     "n_init": 1,
     "random_state": 0,
 }
-
-
-def _sorting(n_samples, n_steps=5, seed=0):
-    X = np.random.default_rng(seed).random((n_samples, n_steps))
-    return X, np.argsort(X, axis=1)
-
-
-def _reversal(n_samples, seed=0, max_length=6):
-    rng = np.random.default_rng(seed)
-    X = [
-        "".join(rng.choice(list("ab"), rng.integers(1, max_length + 1))) for _ in range(n_samples)
-    ]
-    return X, [s[::-1] for s in X]
 
 
 class _RaiseAtBatch(keras.callbacks.Callback):
