@@ -362,13 +362,18 @@ class SequenceEstimatorBase(BaseEstimator):
         view.__dict__.update(self.network_params_)
         return view
 
+    def _check_network_memory(self):
+        """Raise a ``MemoryError`` unless the network recorded in ``network_params_``
+        fits in memory with its gradients and optimiser state."""
+        view = self._as_fitted()
+        view._check_memory("the network's weights", _WEIGHT_COPIES * view._weight_count())
+
     def _new_network(self, seed=0):
         """A new network built as recorded in ``network_params_``, after checking that
         its weights fit in memory."""
-        view = self._as_fitted()
-        view._check_memory("the network's weights", _WEIGHT_COPIES * view._weight_count())
+        self._check_network_memory()
         _backend.new_network_built()
-        return view._build_network(seed)
+        return self._as_fitted()._build_network(seed)
 
     def _check_memory(self, what, n_numbers, **sizes):
         """:func:`~skptr._limits.check_memory`, naming the network's hyperparameters and

@@ -502,30 +502,29 @@ def _restore_network(estimator, archive, path):
     """Build the estimator's network and load the stored weights into it.
 
     The stored architecture is not used: the network comes from the estimator's
-    validated fitted hyperparameters and attributes (after a check that its weights fit
-    in memory), the stored configuration must describe that network, and the stored
-    weights must have exactly its layout. No member is read beyond the size that
-    network's weights imply.
+    validated fitted hyperparameters and attributes, the stored configuration must
+    describe that network, and the stored weights must have exactly its layout. Before
+    anything is built or read, the network's weights are checked to fit in memory, and
+    the member's declared size against the size of those weights (twice the
+    estimator's estimate, which bounds them from above).
     """
     name = type(estimator).__name__
     try:
-        network = estimator._new_network()
+        estimator._check_network_memory()
     except MemoryError as exc:
         raise ValueError(f"{path} declares a network that cannot be built here: {exc}") from None
-    n_weights = sum(int(np.prod(weight.shape)) for weight in network.weights)
-    weights_limit = STORED_WEIGHT_COPIES * BYTES_PER_NUMBER * n_weights + WEIGHTS_FILE_OVERHEAD
+    weights_limit = (
+        2 * STORED_WEIGHT_COPIES * BYTES_PER_NUMBER * estimator._as_fitted()._weight_count()
+        + WEIGHTS_FILE_OVERHEAD
+    )
+    network_bytes = _read_member(
+        archive, NETWORK_FILE, weights_limit + MAX_KERAS_CONFIG_BYTES, path, NETWORK_FILE
+    )
+    network = estimator._new_network()
     with tempfile.TemporaryDirectory() as directory:
         network_path = os.path.join(directory, NETWORK_FILE)
         with open(network_path, "wb") as handle:
-            handle.write(
-                _read_member(
-                    archive,
-                    NETWORK_FILE,
-                    weights_limit + MAX_KERAS_CONFIG_BYTES,
-                    path,
-                    NETWORK_FILE,
-                )
-            )
+            handle.write(network_bytes)
         config, stored_layout = _read_network_file(network_path, directory, weights_limit, path)
         _check_network_config(config, network, estimator, path)
         expected_path = os.path.join(directory, "expected.weights.h5")
