@@ -483,18 +483,20 @@ class SequenceEstimatorBase(BaseEstimator):
             others.
         """
         network_seed, split_seed, batches_seed = seeds.next(), seeds.next(), seeds.next()
+        if not warm:
+            self.network_params_ = {name: getattr(self, name) for name in self._network_params}
+        view = self._as_fitted()
+        batch_size = min(self.batch_size, len(data.lengths))
+        view._check_memory(
+            "a training step",
+            _WEIGHT_COPIES * view._weight_count()
+            + view._activation_count(batch_size, data.n_steps),
+            batch_size=batch_size,
+            longest_sequence=data.n_steps,
+        )
         if warm:
             self.history_ = {key: list(values) for key, values in self.history_.items()}
         else:
-            self.network_params_ = {name: getattr(self, name) for name in self._network_params}
-            view = self._as_fitted()
-            batch_size = min(self.batch_size, len(data.lengths))
-            view._check_memory(
-                "a training step",
-                _WEIGHT_COPIES * view._weight_count()
-                + view._activation_count(batch_size, data.n_steps),
-                longest_sequence=data.n_steps,
-            )
             self.network_ = self._new_network(network_seed)
             self.history_ = {}
         data, validation = self._split_validation(data, split_seed)
