@@ -172,6 +172,133 @@ def test_decoder_log_likelihood_matches_teacher_forcing(glimpses):
         np.testing.assert_allclose(log_likelihood, expected, atol=1e-4)
 
 
+def _reference_decode(network, values, lengths, beam_width):
+    """Beam search written out step by step, each hypothesis carrying its whole history.
+
+    With ``beam_width=1`` this is greedy decoding. Returns the orderings, distributions
+    and log-likelihoods of each sample's most likely final hypothesis.
+    """
+    keys, valid, states = network.encode(values, lengths, training=False)
+    keys, valid = np.asarray(keys), np.asarray(valid)
+    states = [[np.asarray(s) for s in layer] for layer in states]
+    n_pointers = keys.shape[1]
+    n_steps = n_pointers - 1
+    beams = [
+        [
+            {
+                "score": np.float32(0.0),
+                "states": [[s[i] for s in layer] for layer in states],
+                "previous": -1,
+                "chosen": np.zeros(n_pointers, bool),
+                "finished": False,
+                "ordering": [],
+                "distributions": [],
+            }
+        ]
+        for i in range(len(keys))
+    ]
+    for _ in range(n_steps):
+        flat = [hypothesis for sample in beams for hypothesis in sample]
+        rows = [i for i, sample in enumerate(beams) for _ in sample]
+        batch_keys = keys[rows]
+        previous = np.array([h["previous"] for h in flat], "int32")
+        batch_states = [
+            [np.stack([h["states"][k][j] for h in flat]) for j in range(len(layer))]
+            for k, layer in enumerate(states)
+        ]
+        output, new_states = network.decoder_step(
+            network.decoder_inputs(batch_keys, previous), batch_states
+        )
+        allowed = valid[rows].astype(bool) & ~np.stack([h["chosen"] for h in flat])
+        logits = network.pointer_logits(
+            output, batch_keys, network.prepare_keys(batch_keys), allowed
+        )
+        log_probs = np.asarray(keras.ops.log_softmax(logits, axis=-1))
+        new_states = [[np.asarray(s) for s in layer] for layer in new_states]
+        offset = 0
+        for i, sample in enumerate(beams):
+            candidates = []
+            for f in range(offset, offset + len(sample)):
+                if flat[f]["finished"]:
+                    candidates.append((flat[f]["score"], f, None))
+                else:
+                    candidates.extend(
+                        (flat[f]["score"] + log_probs[f, p], f, p)
+                        for p in np.flatnonzero(allowed[f])
+                    )
+            offset += len(sample)
+            candidates.sort(key=lambda candidate: -candidate[0])
+            extended = []
+            for score, f, p in candidates[:beam_width]:
+                parent = flat[f]
+                if p is None:
+                    extended.append(
+                        dict(
+                            parent,
+                            ordering=[*parent["ordering"], -1],
+                            distributions=[*parent["distributions"], np.zeros(n_pointers)],
+                        )
+                    )
+                    continue
+                chosen = parent["chosen"].copy()
+                chosen[p] = True
+                extended.append(
+                    {
+                        "score": score,
+                        "states": [[s[f] for s in layer] for layer in new_states],
+                        "previous": p,
+                        "chosen": chosen,
+                        "finished": p == n_steps or chosen[:n_steps].sum() >= lengths[i],
+                        "ordering": [*parent["ordering"], -1 if p == n_steps else p],
+                        "distributions": [*parent["distributions"], np.exp(log_probs[f])],
+                    }
+                )
+            beams[i] = extended
+    best = [max(sample, key=lambda h: h["score"]) for sample in beams]
+    return (
+        np.array([h["ordering"] for h in best], "int32"),
+        np.array([h["distributions"] for h in best], "float32"),
+        np.array([h["score"] for h in best], "float32"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("allow_end", "glimpses", "beam_width"),
+    [(False, 0, 1), (False, 0, 3), (True, 0, 3), (True, 1, 4)],
+)
+def test_decoders_match_a_step_by_step_reference(allow_end, glimpses, beam_width):
+    network = _network(allow_end=allow_end, hidden_size=16, glimpses=glimpses, cell="gru")
+    values, lengths = _random_batch(np.random.RandomState(8), [6, 3, 5, 1, 6, 2, 4])
+    expected = _reference_decode(network, values, lengths, beam_width)
+    decoders = {
+        "direct": beam_decode(network, values, lengths, beam_width),
+        "model": PointerDecoder(network, method="beam", beam_width=beam_width).predict_on_batch(
+            {"values": values, "lengths": lengths}
+        ),
+    }
+    if beam_width == 1:
+        decoders["greedy"] = greedy_decode(network, values, lengths)
+    for name, decoded in decoders.items():
+        if isinstance(decoded, dict):
+            decoded = decoded["orderings"], decoded["distributions"], decoded["log_likelihood"]
+        orderings, distributions, log_likelihood = (np.asarray(t) for t in decoded)
+        assert orderings.dtype == np.int32, name
+        assert orderings.shape == (7, 6) and distributions.shape == (7, 6, 7), name
+        np.testing.assert_array_equal(orderings, expected[0], err_msg=name)
+        np.testing.assert_allclose(distributions, expected[1], rtol=1e-5, atol=1e-7, err_msg=name)
+        np.testing.assert_allclose(log_likelihood, expected[2], rtol=1e-5, err_msg=name)
+        # The log-likelihood adds up the logs of the returned distributions along the path:
+        # the chosen positions, then the end of output for a sample that ended early.
+        for i, length in enumerate(lengths):
+            n_real = int((orderings[i] >= 0).sum())
+            path = [distributions[i, t, orderings[i, t]] for t in range(n_real)]
+            if n_real < length:
+                path.append(distributions[i, n_real, -1])
+            assert log_likelihood[i] == pytest.approx(np.log(path).sum(), abs=1e-4), name
+            np.testing.assert_allclose(distributions[i, : len(path)].sum(axis=-1), 1.0, atol=1e-5)
+            np.testing.assert_array_equal(distributions[i, len(path) :], 0.0)
+
+
 def test_decoder_model_runs_compiled_and_handles_new_lengths():
     network = _network(hidden_size=8)
     decoder = PointerDecoder(network, method="beam", beam_width=3)

@@ -1,9 +1,17 @@
 """Batched greedy and beam-search decoding of a :class:`PointerNetwork`.
 
-Both decoders loop over output steps with ``keras.ops.fori_loop`` inside a Keras model,
-so ``model.predict`` runs them as one compiled graph per batch; there is no Python loop
-over samples or steps at run time. At every step, padding positions and positions
-already chosen get exactly zero probability, so every decoded ordering is valid.
+Both decoders loop over output steps with a scan (:func:`skptr._backend.scan`) inside a
+Keras model, so ``model.predict`` runs them as one compiled graph per batch; there is no
+Python loop over samples or steps at run time. At every step, padding positions and
+positions already chosen get exactly zero probability, so every decoded ordering is
+valid.
+
+Each step costs work proportional to the input length ``T`` (the attention over the
+input, the mask of chosen positions): a step's outputs are stacked by the scan instead
+of written into full-size buffers, and beam search records one back-pointer per beam
+and step and follows them from the best final beam once, at the end, instead of
+reordering the beams' whole histories at every step. Decoding a sequence thus costs
+``O(T**2)``, the cost of its attention.
 """
 
 from __future__ import annotations
@@ -11,6 +19,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
+from .._backend import scan
 from ._layers import NEGATIVE_LOGIT
 
 __all__ = ["PointerDecoder", "beam_decode", "greedy_decode"]
@@ -19,14 +28,6 @@ __all__ = ["PointerDecoder", "beam_decode", "greedy_decode"]
 def _static_or_dynamic(tensor, axis):
     size = tensor.shape[axis]
     return ops.shape(tensor)[axis] if size is None else size
-
-
-def _write_step(buffer, step, values):
-    """Return ``buffer`` with column ``step`` (axis 1) replaced by ``values``."""
-    n_steps = _static_or_dynamic(buffer, 1)
-    at_step = ops.arange(n_steps) == step
-    at_step = ops.reshape(at_step, (1, -1) + (1,) * (len(buffer.shape) - 2))
-    return ops.where(at_step, ops.expand_dims(values, 1), buffer)
 
 
 def _advance(chosen, finished, choice, lengths, n_steps):
@@ -46,6 +47,30 @@ def _advance(chosen, finished, choice, lengths, n_steps):
     count = ops.sum(ops.cast(chosen[:, :n_steps], "int32"), axis=-1)
     ended = ops.logical_or(choice == n_steps, count >= lengths)
     return chosen, emitted, ops.logical_or(finished, ended), running
+
+
+def _follow_back_pointers(sources, last):
+    """The beam rows that a hypothesis occupied at each step, from its final row.
+
+    Parameters
+    ----------
+    sources : int32 tensor of shape (S, R)
+        ``sources[t, r]``: the row at step ``t - 1`` whose hypothesis the row ``r``
+        continues at step ``t``.
+    last : int32 tensor of shape (m,)
+        Rows of the hypotheses at the last step.
+
+    Returns
+    -------
+    int32 tensor of shape (S, m)
+        The row of each hypothesis at each step.
+    """
+
+    def step(rows, step_sources):
+        return ops.take(step_sources, rows, axis=0), rows
+
+    _, rows = scan(step, last, ops.flip(sources, axis=0))
+    return ops.flip(rows, axis=0)
 
 
 def greedy_decode(network, values, lengths):
@@ -77,8 +102,8 @@ def greedy_decode(network, values, lengths):
     n_steps = n_pointers - 1
     lengths = ops.cast(lengths, "int32")
 
-    def step(index, carry):
-        states, previous, chosen, finished, orderings, distributions, log_likelihood = carry
+    def step(carry, _):
+        states, previous, chosen, finished, log_likelihood = carry
         output, states = network.decoder_step(network.decoder_inputs(keys, previous), states)
         allowed = ops.logical_and(valid, ops.logical_not(chosen))
         logits = network.pointer_logits(output, keys, prepared, allowed)
@@ -88,21 +113,17 @@ def greedy_decode(network, values, lengths):
         picked = ops.take_along_axis(log_probs, choice[:, None], axis=-1)[:, 0]
         log_likelihood = log_likelihood + ops.where(running, picked, 0.0)
         probabilities = ops.where(running[:, None], ops.exp(log_probs), 0.0)
-        orderings = _write_step(orderings, index, emitted)
-        distributions = _write_step(distributions, index, probabilities)
-        return states, choice, chosen, finished, orderings, distributions, log_likelihood
+        return (states, choice, chosen, finished, log_likelihood), (emitted, probabilities)
 
     carry = (
         states,
         ops.full((n_samples,), -1, dtype="int32"),
         ops.zeros((n_samples, n_pointers), dtype="bool"),
         ops.zeros((n_samples,), dtype="bool"),
-        ops.full((n_samples, n_steps), -1, dtype="int32"),
-        ops.zeros((n_samples, n_steps, n_pointers), dtype=keys.dtype),
         ops.zeros((n_samples,), dtype=keys.dtype),
     )
-    carry = ops.fori_loop(0, n_steps, step, carry)
-    return carry[4], carry[5], carry[6]
+    carry, (orderings, distributions) = scan(step, carry, ops.arange(n_steps, dtype="int32"))
+    return ops.transpose(orderings), ops.transpose(distributions, (1, 0, 2)), carry[4]
 
 
 def beam_decode(network, values, lengths, beam_width):
@@ -144,8 +165,8 @@ def beam_decode(network, values, lengths, beam_width):
     only_end = ops.arange(n_pointers)[None, :] == n_steps
     sample_offsets = ops.arange(n_samples, dtype="int32")[:, None] * width
 
-    def step(index, carry):
-        states, previous, chosen, finished, scores, orderings, distributions = carry
+    def step(carry, _):
+        states, previous, chosen, finished, scores = carry
         output, states = network.decoder_step(network.decoder_inputs(keys, previous), states)
         allowed = ops.logical_and(valid, ops.logical_not(chosen))
         logits = network.pointer_logits(output, keys, prepared, allowed)
@@ -170,11 +191,9 @@ def beam_decode(network, values, lengths, beam_width):
         chosen, emitted, finished, running = _advance(
             gather(chosen), gather(finished), choice, lengths, n_steps
         )
-        orderings = _write_step(gather(orderings), index, emitted)
-        distributions = _write_step(
-            gather(distributions), index, ops.where(running[:, None], gather(probabilities), 0.0)
-        )
-        return states, choice, chosen, finished, scores, orderings, distributions
+        probabilities = ops.where(running[:, None], gather(probabilities), 0.0)
+        carry = (states, choice, chosen, finished, scores)
+        return carry, (source, emitted, probabilities)
 
     first_beam_only = ops.where(ops.arange(width) == 0, 0.0, NEGATIVE_LOGIT)
     carry = (
@@ -183,12 +202,22 @@ def beam_decode(network, values, lengths, beam_width):
         ops.zeros((flat, n_pointers), dtype="bool"),
         ops.zeros((flat,), dtype="bool"),
         ops.tile(ops.cast(first_beam_only, keys.dtype)[None, :], (n_samples, 1)),
-        ops.full((flat, n_steps), -1, dtype="int32"),
-        ops.zeros((flat, n_steps, n_pointers), dtype=keys.dtype),
     )
-    _, _, _, _, scores, orderings, distributions = ops.fori_loop(0, n_steps, step, carry)
-    best = ops.arange(n_samples, dtype="int32") * width
-    return ops.take(orderings, best, axis=0), ops.take(distributions, best, axis=0), scores[:, 0]
+    carry, (sources, emitted, distributions) = scan(
+        step, carry, ops.arange(n_steps, dtype="int32")
+    )
+    scores = carry[4]
+    # The final beams are sorted by score: the first of each sample's is its best.
+    path = _follow_back_pointers(sources, ops.arange(n_samples, dtype="int32") * width)
+    # Rows of the step-major outputs, sample-major: (n, S) from (S, n) indices.
+    at = ops.transpose(path + ops.arange(n_steps, dtype="int32")[:, None] * flat)
+    at = ops.reshape(at, (-1,))
+    orderings = ops.reshape(ops.take(ops.reshape(emitted, (-1,)), at), (n_samples, n_steps))
+    distributions = ops.reshape(
+        ops.take(ops.reshape(distributions, (-1, n_pointers)), at, axis=0),
+        (n_samples, n_steps, n_pointers),
+    )
+    return orderings, distributions, scores[:, 0]
 
 
 @keras.saving.register_keras_serializable(package="skptr")
