@@ -76,7 +76,10 @@ class CompilePolicy:
         the others trace a graph.
     jit_inference_rows : int or None
         An inference call of at least this many rows compiles its model with XLA, for
-        estimators that set ``_jit_inference`` (None: Keras' own choice, always).
+        estimators that set ``_jit_inference`` (None: Keras' own choice, always),
+    jit_inference_work : int or None
+        and so does a call of fewer rows whose rows times squared length (the pointer
+        decoder's work grows with both) reach this (None: never).
     steps_per_execution : int
         Training steps run per call into the compiled function (Keras'
         ``steps_per_execution``); per-batch callbacks then see every this many steps.
@@ -91,10 +94,11 @@ class CompilePolicy:
     jit_length: int | None
     jit_opt_in: bool
     jit_inference_rows: int | None = None
+    jit_inference_work: int | None = None
     steps_per_execution: int = 1
     unroll_steps: int = 0
 
-    def inference_jit(self, jit_inference, n_rows):
+    def inference_jit(self, jit_inference, n_rows, length=1):
         """Whether an inference call of ``n_rows`` rows compiles its model with XLA.
 
         Parameters
@@ -103,9 +107,14 @@ class CompilePolicy:
             The estimator's ``_jit_inference``.
         n_rows : int
             Rows of the call, padding included.
+        length : int, default=1
+            Longest sequence of the call, in steps.
         """
-        threshold = self.jit_inference_rows
-        return jit_inference and threshold is not None and n_rows >= threshold
+        rows, work = self.jit_inference_rows, self.jit_inference_work
+        return jit_inference and (
+            (rows is not None and n_rows >= rows)
+            or (work is not None and n_rows * length**2 >= work)
+        )
 
     def training_mode(self, jit_training, n_steps, length):
         """``"eager"``, ``"graph"`` or ``"jit"`` for a fit.
@@ -138,10 +147,14 @@ class CompilePolicy:
 #:   longer than 128 steps, whose XLA compile time grows with the length (about 110 s
 #:   at 257 steps); everything else traces a graph.
 #:   The pointer decoders compile calls of 1,024 rows or more with XLA (about 1 s more
-#:   to compile, then 2-3 times the throughput of the graph). Running 32 training steps
-#:   per call saves Keras' per-step work in Python (pointer network on convex hulls:
-#:   about 6,200 instead of 4,500 sequences per second); unrolling the recurrent layers
-#:   does not pay.
+#:   to compile, then 2-3 times the throughput of the graph), and calls whose rows times
+#:   squared length reach 2**23, such as one input of 2,900 steps or more (one input of
+#:   3,000 steps, hidden size 32: greedy 2.9 s as a graph, 1.6 s with XLA in the first
+#:   call and 2.3 s against 0.24 s in the next; beam 3, 4.1 s against 2.8 s and 5.8 s
+#:   against 0.64 s; at 1,000 steps the graph's first call is faster, 0.9 s against
+#:   2.1 s). Running 32 training steps per call saves Keras' per-step work in Python
+#:   (pointer network on convex hulls: about 6,200 instead of 4,500 sequences per
+#:   second); unrolling the recurrent layers does not pay.
 #: - JAX: without ``jit`` JAX runs op by op (a pointer fit of 48 steps took 84 s
 #:   instead of 3.6 s), and its compile time does not grow with the sequence length,
 #:   since the time loops are scans; every fit is compiled. The pointer network's
@@ -155,6 +168,7 @@ COMPILE_POLICY = {
         jit_length=128,
         jit_opt_in=True,
         jit_inference_rows=1024,
+        jit_inference_work=2**23,
         steps_per_execution=32,
     ),
     "jax": CompilePolicy(
@@ -582,7 +596,7 @@ class SequenceEstimatorBase(BaseEstimator):
     def _check_fitted(self):
         check_is_fitted(self, "network_")
 
-    def _inference_model(self, key, build, n_rows=0):
+    def _inference_model(self, key, build, n_rows=0, length=1):
         """The compiled inference model ``key`` of the fitted network, built once.
 
         Parameters
@@ -595,9 +609,11 @@ class SequenceEstimatorBase(BaseEstimator):
             Rows of the inference call; large calls of estimators that set
             ``_jit_inference`` get a model compiled with XLA (see
             :class:`CompilePolicy`).
+        length : int, default=1
+            Longest sequence of the call, in steps.
         """
         policy = COMPILE_POLICY[keras.backend.backend()]
-        jit = policy.inference_jit(self._jit_inference, n_rows)
+        jit = policy.inference_jit(self._jit_inference, n_rows, length)
         models = _INFERENCE_MODELS.setdefault(self.network_, {})
         if (key, jit) not in models:
             model = build(self.network_)

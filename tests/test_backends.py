@@ -54,16 +54,18 @@ def test_compile_policy_without_length_limit():
 
 
 @pytest.mark.parametrize(
-    ("backend", "jit_inference", "n_rows", "jit"),
+    ("backend", "jit_inference", "n_rows", "length", "jit"),
     [
-        ("tensorflow", True, 1024, True),
-        ("tensorflow", True, 1023, False),
-        ("tensorflow", False, 100_000, False),
-        ("jax", True, 100_000, False),  # JAX's inference models are always jit-compiled
+        ("tensorflow", True, 1024, 10, True),
+        ("tensorflow", True, 1023, 10, False),
+        ("tensorflow", True, 1, 2_897, True),  # 2,897**2 >= 2**23
+        ("tensorflow", True, 1, 2_896, False),
+        ("tensorflow", False, 100_000, 5_000, False),
+        ("jax", True, 100_000, 5_000, False),  # JAX's inference models are always jit-compiled
     ],
 )
-def test_compile_policy_for_inference(backend, jit_inference, n_rows, jit):
-    assert COMPILE_POLICY[backend].inference_jit(jit_inference, n_rows) is jit
+def test_compile_policy_for_inference(backend, jit_inference, n_rows, length, jit):
+    assert COMPILE_POLICY[backend].inference_jit(jit_inference, n_rows, length) is jit
 
 
 def test_fit_compiles_as_the_policy_says():

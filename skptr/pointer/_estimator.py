@@ -345,6 +345,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
             ("decoder", self.decode, beams),
             lambda network: PointerDecoder(network, method=self.decode, beam_width=beams),
             n_rows,
+            sequences.max_length,
         )
         inputs = PointerCodec.decoder_inputs(sequences, n_rows)
         batches = []
