@@ -32,6 +32,7 @@ attributes together only when training succeeds. A fit that fails, also by
 from __future__ import annotations
 
 import math
+import reprlib
 import weakref
 from dataclasses import dataclass
 from numbers import Integral, Real
@@ -187,10 +188,15 @@ COMPILE_POLICY = {
 _WEIGHT_COPIES = 5
 
 
-def _counts(constraints):
-    """Whether a parameter's constraints take integers but not booleans."""
-    takes_ints = any(isinstance(c, Interval) and c.type is Integral for c in constraints)
-    return takes_ints and "boolean" not in constraints
+def _takes_numbers(constraints):
+    """Whether a parameter's constraints take numbers (but not booleans)."""
+    numeric = any(isinstance(c, Interval) or c in (Integral, Real) for c in constraints)
+    return numeric and "boolean" not in constraints
+
+
+def _plain(value):
+    """A NumPy scalar as the Python number it holds; anything else unchanged."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _has_batch_hooks(callback):
@@ -325,7 +331,7 @@ class SequenceEstimatorBase(BaseEstimator):
     _fitted_attributes: ClassVar[dict[str, _schema.Rule]] = {
         "network_params_": _schema.PARAMETERS,
         "history_": _schema.HISTORY,
-        "n_iter_": _schema.int_at_least(0),
+        "n_iter_": _schema.int_between(0, MAX_COUNT),
     }
 
     #: The Keras class of the network (``_build_network`` returns one).
@@ -402,20 +408,36 @@ class SequenceEstimatorBase(BaseEstimator):
 
     # ------------------------------------------------------------ parameters
     def _validate_params(self):
-        super()._validate_params()
         owner = type(self).__name__
-        for name, value in self.get_params(deep=False).items():
-            if isinstance(value, Real) and not isinstance(value, bool | Integral):
-                if not math.isfinite(value):
-                    raise InvalidParameterError(
-                        f"The {name!r} parameter of {owner} must be a finite "
-                        f"number. Got {value!r} instead."
-                    )
-            if isinstance(value, bool | np.bool_) and _counts(self._parameter_constraints[name]):
+        params = self.get_params(deep=False)
+        for name, value in params.items():
+            numeric = _takes_numbers(self._parameter_constraints[name])
+            if numeric and isinstance(value, bool | np.bool_):
                 raise InvalidParameterError(
-                    f"The {name!r} parameter of {owner} must be an int, not a bool. "
+                    f"The {name!r} parameter of {owner} must be a number, not a bool. "
                     f"Got {value!r} instead."
                 )
+            if (
+                numeric
+                and isinstance(value, Real)
+                and not isinstance(value, int | float | np.number)
+            ):
+                raise InvalidParameterError(
+                    f"The {name!r} parameter of {owner} must be an int or a float, got a "
+                    f"{type(value).__name__} ({value!r})."
+                )
+        super()._validate_params()
+        for name, value in params.items():
+            if isinstance(value, Real) and not isinstance(value, bool):
+                try:
+                    finite = math.isfinite(float(value))
+                except OverflowError:
+                    finite = False
+                if not finite:
+                    raise InvalidParameterError(
+                        f"The {name!r} parameter of {owner} must be a finite number that a "
+                        f"float can hold. Got {reprlib.repr(value)} instead."
+                    )
         for index, callback in enumerate(self.callbacks or ()):
             if not isinstance(callback, keras.callbacks.Callback):
                 raise InvalidParameterError(
@@ -498,7 +520,9 @@ class SequenceEstimatorBase(BaseEstimator):
         """
         network_seed, split_seed, batches_seed = seeds.next(), seeds.next(), seeds.next()
         if not warm:
-            self.network_params_ = {name: getattr(self, name) for name in self._network_params}
+            self.network_params_ = {
+                name: _plain(getattr(self, name)) for name in self._network_params
+            }
         view = self._as_fitted()
         batch_size = min(self.batch_size, len(data.lengths))
         view._check_memory(
@@ -520,7 +544,7 @@ class SequenceEstimatorBase(BaseEstimator):
         self._set_steps_per_execution()
         history = self.network_.fit(
             batches.dataset(),
-            epochs=self.epochs,
+            epochs=int(self.epochs),
             validation_data=None if validation is None else validation[:2],
             callbacks=[
                 *batches.callbacks(),
@@ -538,7 +562,8 @@ class SequenceEstimatorBase(BaseEstimator):
         policy = COMPILE_POLICY[keras.backend.backend()]
         mode = policy.training_mode(self._jit_training, n_steps, length)
         optimizer = _backend.DenseGradientAdam(
-            learning_rate=self.learning_rate, clipnorm=self.clipnorm
+            learning_rate=float(self.learning_rate),
+            clipnorm=None if self.clipnorm is None else float(self.clipnorm),
         )
         self.network_.compile(
             optimizer=optimizer,

@@ -45,6 +45,7 @@ import io
 import json
 import os
 import reprlib
+import stat
 import tempfile
 import zipfile
 import zlib
@@ -364,7 +365,11 @@ def _checked_state(cls, entries, has_network, path):
     state = _decoded(entries, "fitted attributes", path)
     for key, value in state.items():
         rule = schema[key]
-        if not rule.test(value):
+        try:
+            valid = rule.test(value)
+        except (TypeError, ValueError, OverflowError):
+            valid = False
+        if not valid:
             raise ValueError(
                 f"{path}: the fitted attribute {key} must be {rule.description}, "
                 f"got {reprlib.repr(value)}."
@@ -542,6 +547,8 @@ def _restore_network(estimator, archive, path):
             raise ValueError(
                 f"{path}: the stored network weights cannot be loaded: {exc}"
             ) from None
+    if not all(np.all(np.isfinite(weight)) for weight in network.get_weights()):
+        raise ValueError(f"{path}: the stored network weights hold NaN or infinite values.")
     return network
 
 
@@ -623,12 +630,21 @@ def load(path):
     ------
     FileNotFoundError
         If ``path`` does not exist.
+    TypeError
+        If ``path`` is not a str or path-like object.
     ValueError
-        If the file is not a skptr file, is corrupted or truncated, was written by an
-        incompatible skptr or Keras version, or holds metadata, hyperparameters,
-        fitted attributes or network weights that are not those of a skptr estimator,
+        If ``path`` is not a regular file, or the file is not a skptr file, is
+        corrupted or truncated, was written by an incompatible skptr or Keras version,
+        or holds metadata, hyperparameters, fitted attributes or network weights that
+        are not those of a skptr estimator (or non-finite weights),
         or members larger than those can be.
     """
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if not isinstance(path, str | os.PathLike):
+        raise TypeError(f"path must be a str or a path-like object, got a {type(path).__name__}.")
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise ValueError(f"{path} is not a regular file, so it cannot be a skptr file.")
     try:
         with zipfile.ZipFile(path) as archive:
             return _load_from(archive, path)

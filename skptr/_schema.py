@@ -8,11 +8,12 @@ reads exactly those, checking each value against its rule.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
+
+from ._sequences import token_key
 
 __all__ = [
     "BOOL",
@@ -22,10 +23,10 @@ __all__ = [
     "SCORES",
     "VOCABULARY",
     "Rule",
-    "finite_at_least",
     "float_between",
-    "int_at_least",
-    "int_at_least_or_none",
+    "int_between",
+    "int_between_or_none",
+    "number_between",
     "one_of",
 ]
 
@@ -41,24 +42,26 @@ def _is_number(value):
     return type(value) in (int, float)
 
 
-def int_at_least(minimum):
-    """An int (not a bool) of at least ``minimum``."""
-    return Rule(f"an int >= {minimum}", lambda value: type(value) is int and value >= minimum)
-
-
-def int_at_least_or_none(minimum):
-    """None, or an int (not a bool) of at least ``minimum``."""
+def int_between(low, high):
+    """An int (not a bool) in ``[low, high]``."""
     return Rule(
-        f"None or an int >= {minimum}",
-        lambda value: value is None or (type(value) is int and value >= minimum),
+        f"an int in [{low}, {high}]", lambda value: type(value) is int and low <= value <= high
     )
 
 
-def finite_at_least(minimum):
-    """A finite int or float of at least ``minimum``."""
+def int_between_or_none(low, high):
+    """None, or an int (not a bool) in ``[low, high]``."""
     return Rule(
-        f"a finite number >= {minimum}",
-        lambda value: _is_number(value) and math.isfinite(value) and value >= minimum,
+        f"None or an int in [{low}, {high}]",
+        lambda value: value is None or (type(value) is int and low <= value <= high),
+    )
+
+
+def number_between(low, high):
+    """An int or float in ``[low, high]`` (so finite)."""
+    return Rule(
+        f"a number in [{low}, {high}]",
+        lambda value: _is_number(value) and low <= value <= high,
     )
 
 
@@ -94,12 +97,12 @@ def _is_hashable(value):
 
 
 def _is_vocabulary(value):
-    return (
-        isinstance(value, np.ndarray)
-        and value.dtype == object
-        and value.ndim == 1
-        and all(map(_is_hashable, value))
-    )
+    if not (isinstance(value, np.ndarray) and value.dtype == object and value.ndim == 1):
+        return False
+    if not all(map(_is_hashable, value)):
+        return False
+    keys = [token_key(token) for token in value]
+    return len(set(keys)) == len(keys)
 
 
 def _is_dtype_string_or_none(value):
@@ -128,7 +131,7 @@ def _is_parameters(value):
 
 BOOL = Rule("a bool", lambda value: type(value) is bool)
 HISTORY = Rule("a dict of str to lists of numbers", _is_history)
-VOCABULARY = Rule("a 1-D object array of hashable tokens", _is_vocabulary)
+VOCABULARY = Rule("a 1-D object array of distinct hashable tokens", _is_vocabulary)
 #: A dict of hyperparameters by name; their values are checked by the estimator's own
 #: parameter validation.
 PARAMETERS = Rule("a dict of hyperparameters by name", _is_parameters)

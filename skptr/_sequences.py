@@ -81,6 +81,12 @@ def _as_array(sample, label):
 def _as_numeric_array(sample, label):
     """Return one sample as an array of numbers (integers, booleans or floats)."""
     array = _as_array(sample, label)
+    if array.dtype.kind in "USMmV":
+        raise NonNumericSequenceError(
+            f"{label} is not numeric (dtype {array.dtype}); skptr sequence estimators need "
+            "numbers, one number or one vector of numbers per step (convert texts, dates "
+            "and times to numbers first)."
+        )
     if array.dtype == object or not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
         try:
             array = array.astype(np.float64)

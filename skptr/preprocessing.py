@@ -217,6 +217,11 @@ class TextTokenizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None)
     def _tokenize_all(self, X):
         if isinstance(X, str):
             raise TypeError("X must be a collection of texts, got a single str.")
+        if not hasattr(X, "__len__"):
+            raise TypeError(
+                "X must be a collection of texts (a list, tuple, array or Series), got a "
+                f"{type(X).__name__}."
+            )
         result = np.empty(len(X), dtype=object)
         for index, text in enumerate(X):
             if not isinstance(text, str):

@@ -359,7 +359,7 @@ def test_distinct_seeds_give_distinct_fits():
 )
 def test_booleans_are_not_counts(name, value):
     X, y = _sorting(8)
-    with pytest.raises(InvalidParameterError, match=rf"'{name}' .* an int, not a bool"):
+    with pytest.raises(InvalidParameterError, match=rf"'{name}' .* a number, not a bool"):
         PointerNetworkOrderer(**{name: value}).fit(X, y)
     with pytest.raises(InvalidParameterError, match=rf"'{name}' parameter"):
         PointerNetworkOrderer(**{name: np.bool_(value)}).fit(X, y)
@@ -367,7 +367,7 @@ def test_booleans_are_not_counts(name, value):
 
 def test_transducer_counts_refuse_booleans_too():
     X, y = _reversal(8)
-    with pytest.raises(InvalidParameterError, match=r"'n_init' .* an int, not a bool"):
+    with pytest.raises(InvalidParameterError, match=r"'n_init' .* a number, not a bool"):
         NeuralStackTransducer(n_init=True).fit(X, y)
 
 
@@ -449,3 +449,95 @@ def test_transducer_score_validates_each_input_once(transducer, monkeypatch):
     assert estimator.score(X, y) == expected
     assert len(tokens) + len(tokens_here) == 2 and len(codecs) == 1
     assert math.isclose(expected, skptr.metrics.fine_accuracy(y, estimator.predict(X)))
+
+
+# Found by the fuzz run (benchmarks/fuzz.py).
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"learning_rate": True}, "'learning_rate' .* a number, not a bool"),
+        ({"clipnorm": True}, "'clipnorm' .* a number, not a bool"),
+        ({"learning_rate": 10**400}, "'learning_rate' .* finite number that a float can hold"),
+        ({"dropout": __import__("fractions").Fraction(1, 2)}, "'dropout' .* int or a float"),
+    ],
+    ids=lambda value: next(iter(value)) if isinstance(value, dict) else "",
+)
+def test_real_parameters_take_plain_numbers(params, message):
+    X, y = _sorting(8)
+    with pytest.raises(InvalidParameterError, match=message):
+        PointerNetworkOrderer(**params).fit(X, y)
+
+
+def test_numpy_scalars_work_as_parameters(tmp_path):
+    X, y = _sorting(32)
+    estimator = PointerNetworkOrderer(
+        hidden_size=np.int64(8),
+        epochs=np.int32(1),
+        learning_rate=np.float32(0.01),
+        beam_width=np.uint8(2),
+        decode="beam",
+        random_state=0,
+    ).fit(X, y)
+    assert type(estimator.network_params_["hidden_size"]) is int
+    loaded = skptr.load(_saved(estimator, tmp_path / "model.skptr"))
+    np.testing.assert_array_equal(loaded.predict(X), estimator.predict(X))
+
+
+@pytest.mark.parametrize("X", [np.array([["1", "2"], ["3", "4"]]), np.zeros((2, 2), "M8[s]")])
+def test_texts_and_dates_are_not_numbers(X):
+    with pytest.raises(ValueError, match=r"X\[0\] is not numeric"):
+        PointerNetworkOrderer().fit(X, [[0, 1], [1, 0]])
+
+
+def test_stored_attributes_are_bounded_and_vocabularies_distinct(transducer, tmp_path):
+    path = _saved(transducer[0], tmp_path / "model.skptr")
+    for key, value, message in [
+        ("_max_target_ratio", 1e308, "_max_target_ratio must be a number in"),
+        ("_max_target_ratio", 10**400, "_max_target_ratio must be a number in"),
+        ("state_bptt_steps_", 2**70, "state_bptt_steps_ must be None or an int in"),
+        (
+            "input_vocabulary_",
+            {"__object_array__": ["a", "a"], "shape": [2]},
+            "input_vocabulary_ must be a 1-D object array of distinct",
+        ),
+    ]:
+        with zipfile.ZipFile(path) as archive:
+            members = {member: archive.read(member) for member in archive.namelist()}
+        metadata = json.loads(members["skptr.json"])
+        metadata["state"][key] = value
+        members["skptr.json"] = json.dumps(metadata).encode()
+        bad = tmp_path / "bad.skptr"
+        with zipfile.ZipFile(bad, "w") as archive:
+            for member, data in members.items():
+                archive.writestr(member, data)
+        with pytest.raises(ValueError, match=message):
+            skptr.load(bad)
+
+
+def test_non_finite_stored_weights_are_refused(orderer, tmp_path):
+    estimator, _ = orderer
+    poisoned = _copy(estimator)
+    weights = poisoned.network_.get_weights()
+    weights[0][...] = np.nan
+    poisoned.network_.set_weights(weights)
+    with pytest.raises(ValueError, match="weights hold NaN or infinite values"):
+        skptr.load(_saved(poisoned, tmp_path / "nan.skptr"))
+
+
+@pytest.mark.parametrize(
+    ("path", "error", "message"),
+    [
+        (None, TypeError, "path must be a str or a path-like"),
+        (3.5, TypeError, "path must be a str or a path-like"),
+        ("/dev/zero", ValueError, "is not a regular file"),
+    ],
+)
+def test_load_takes_paths_of_regular_files(path, error, message):
+    with pytest.raises(error, match=message):
+        skptr.load(path)
+
+
+@pytest.mark.parametrize("X", [None, (text for text in ["a b"])], ids=["None", "generator"])
+def test_tokenizer_needs_a_collection(X):
+    with pytest.raises(TypeError, match="X must be a collection of texts"):
+        TextTokenizer().fit(X)

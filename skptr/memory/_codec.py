@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import _schema
 from .._batches import TrainingData, power_of_two_at_least
+from .._limits import MAX_COUNT
 from .._sequences import check_token_sequences
 from ._network import FIRST_INPUT_ID, PAD, SEPARATOR, UNKNOWN
 from ._tokens import decode_tokens, encode_tokens, learn_vocabulary, sequence_kind
@@ -51,7 +52,7 @@ class TransducerCodec:
         "output_vocabulary_": _schema.VOCABULARY,
         "_target_kind": _schema.one_of("str", "tuple", "list", "array"),
         "_target_dtype": _schema.DTYPE_OR_NONE,
-        "_max_target_ratio": _schema.finite_at_least(0),
+        "_max_target_ratio": _schema.number_between(0, MAX_COUNT),
     }
 
     @classmethod

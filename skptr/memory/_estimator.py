@@ -287,7 +287,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         **TransducerCodec.FITTED_ATTRIBUTES,
         "init_scores_": _schema.SCORES,
         "snap_gates_": _schema.BOOL,
-        "state_bptt_steps_": _schema.int_at_least_or_none(0),
+        "state_bptt_steps_": _schema.int_between_or_none(0, MAX_COUNT),
         "gate_noise_start_": _schema.float_between(0.0, 1.0),
     }
     _network_class = TransducerNetwork

@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import _schema
 from .._batches import TrainingData
+from .._limits import MAX_COUNT
 from .._sequences import check_numeric_sequences, check_orderings
 from ._cycles import canonical_indices, canonical_training
 
@@ -44,7 +45,7 @@ class PointerCodec:
     #: The estimator attributes that store a fitted codec, with their types (``cycle``
     #: is one of the hyperparameters recorded in ``network_params_``).
     FITTED_ATTRIBUTES: ClassVar[dict] = {
-        "n_features_in_": _schema.int_at_least(1),
+        "n_features_in_": _schema.int_between(1, MAX_COUNT),
         "ordered_subsets_": _schema.BOOL,
     }
 

@@ -302,7 +302,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
     def _fit_callbacks(self, has_validation):
         callbacks = super()._fit_callbacks(has_validation)
         epochs_done = len(self.history_.get("loss", []))
-        initial, decay = self.learning_rate, self.learning_rate_decay
+        initial, decay = float(self.learning_rate), float(self.learning_rate_decay)
         schedule = keras.callbacks.LearningRateScheduler(
             lambda epoch: initial * decay ** (epochs_done + epoch)
         )
@@ -315,7 +315,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         best one), and 1 for greedy decoding."""
         if self.decode != "beam":
             return 1
-        return count_orderings(n_positions, self.ordered_subsets_, self.beam_width)
+        return count_orderings(n_positions, self.ordered_subsets_, int(self.beam_width))
 
     def _decoder_batch_size(self, n_positions, beams):
         """Samples per decoding batch: about 2,048 decoded rows (beams included), or
