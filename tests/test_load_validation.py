@@ -221,7 +221,11 @@ def _set_state(**values):
             r"holds fitted attributes \['predict'\], which PointerNetworkOrderer does not have",
         ),
         ("orderer_file", _set_state(n_features_in_=3), r"weights do not match .*has shape"),
-        ("orderer_file", _set_state(n_features_in_=True), r"n_features_in_ must be an int in \[1, "),
+        (
+            "orderer_file",
+            _set_state(n_features_in_=True),
+            r"n_features_in_ must be an int in \[1, ",
+        ),
         ("orderer_file", _set_state(ordered_subsets_=1), "ordered_subsets_ must be a bool"),
         (
             "orderer_file",
