@@ -524,7 +524,7 @@ class SequenceEstimatorBase(BaseEstimator):
                 name: _plain(getattr(self, name)) for name in self._network_params
             }
         view = self._as_fitted()
-        batch_size = min(self.batch_size, len(data.lengths))
+        batch_size = min(int(self.batch_size), len(data.lengths))
         view._check_memory(
             "a training step",
             _WEIGHT_COPIES * view._weight_count()

@@ -553,9 +553,19 @@ def _restore_network(estimator, archive, path):
 
 
 # --------------------------------------------------------------------------- load
+def _object_without_repeated_keys(pairs):
+    """A JSON object as a dict, refusing a key given twice (JSON parsers disagree on
+    which value such an object holds)."""
+    keys = [key for key, _ in pairs]
+    if len(set(keys)) != len(keys):
+        repeated = sorted({key for key in keys if keys.count(key) > 1})
+        raise ValueError(f"the JSON object gives the keys {repeated[:5]} more than once")
+    return dict(pairs)
+
+
 def _parse_metadata(data, path):
     try:
-        return json.loads(data.decode("utf-8"))
+        return json.loads(data.decode("utf-8"), object_pairs_hook=_object_without_repeated_keys)
     except RecursionError:
         raise ValueError(
             f"{path}: {METADATA_FILE} is nested too deeply for skptr metadata."

@@ -541,3 +541,26 @@ def test_load_takes_paths_of_regular_files(path, error, message):
 def test_tokenizer_needs_a_collection(X):
     with pytest.raises(TypeError, match="X must be a collection of texts"):
         TextTokenizer().fit(X)
+
+
+def test_metadata_with_a_repeated_key_is_refused(orderer, tmp_path):
+    path = _saved(orderer[0], tmp_path / "model.skptr")
+    with zipfile.ZipFile(path) as archive:
+        members = {member: archive.read(member) for member in archive.namelist()}
+    text = members["skptr.json"].decode()
+    members["skptr.json"] = text.replace(
+        '"params": {', '"params": {"hidden_size": 64, ', 1
+    ).encode()
+    bad = tmp_path / "bad.skptr"
+    with zipfile.ZipFile(bad, "w") as archive:
+        for member, data in members.items():
+            archive.writestr(member, data)
+    with pytest.raises(ValueError, match=r"gives the keys \['hidden_size'\] more than once"):
+        skptr.load(bad)
+
+
+def test_small_numpy_integer_types_do_not_overflow_the_estimates():
+    X, y = _sorting(32)
+    params = {"hidden_size": np.uint8(8), "batch_size": np.uint8(16), "n_glimpses": np.uint8(1)}
+    estimator = PointerNetworkOrderer(epochs=1, random_state=0, **params).fit(X, y)
+    assert estimator.score(X, y) >= 0
