@@ -214,7 +214,8 @@ def transducer_speed(config, log):
             with Stopwatch() as cold:
                 streams, targets, _ = est._prepare_training_data(X, y, reset=True)
                 est.state_bptt_steps_ = est._resolved_bptt_steps()
-                est.network_ = est._build_network()
+                est.network_params_ = {name: getattr(est, name) for name in est._network_params}
+                est.network_ = est._new_network()
                 est._compile(config["fit_steps"], streams.shape[1])
                 est.network_.fit(streams, targets, batch_size=batch_size, epochs=1, verbose=0)
             est.snap_gates_ = est.snap_gates in (True, "auto")  # as a fit of one initialisation
