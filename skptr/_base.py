@@ -411,7 +411,7 @@ class SequenceEstimatorBase(BaseEstimator):
         owner = type(self).__name__
         params = self.get_params(deep=False)
         for name, value in params.items():
-            numeric = _takes_numbers(self._parameter_constraints[name])
+            numeric = _takes_numbers(self._parameter_constraints[name]) or name == "random_state"
             if numeric and isinstance(value, bool | np.bool_):
                 raise InvalidParameterError(
                     f"The {name!r} parameter of {owner} must be a number, not a bool. "

@@ -355,6 +355,7 @@ def test_distinct_seeds_give_distinct_fits():
         ("n_iter_no_change", True),
         ("n_glimpses", False),
         ("beam_width", True),
+        ("random_state", True),
     ],
 )
 def test_booleans_are_not_counts(name, value):
