@@ -6,6 +6,7 @@ import pytest
 from keras import ops
 
 from skptr.memory._controller import MemoryController
+from skptr.memory._discrete import discrete_memory_step, initial_discrete_memory
 from skptr.memory._memories import (
     deque_step,
     initial_memory,
@@ -322,3 +323,149 @@ def test_reset_cell_state_forgets_the_cell_but_not_the_output():
     ]
     assert np.abs(changed[0] - changed[1]).max() > 1e-3
     assert MemoryController.from_config(controller.get_config()).reset_cell_state
+
+
+def _discrete_reads(kind, pushes, pops, values):
+    """Reads of the discrete memory along a one-sample script of 0/1 strengths."""
+    ends = 2 if kind == "deque" else 1
+    memory = initial_discrete_memory(kind, 1, len(pushes), values.shape[-1])
+    reads = []
+    for t, (push, pop, value) in enumerate(zip(pushes, pops, values, strict=True)):
+        memory, read = discrete_memory_step(
+            kind,
+            memory,
+            np.asarray([push], dtype="float32").reshape(1, ends),
+            np.asarray([pop], dtype="float32").reshape(1, ends),
+            np.asarray([value], dtype="float32").reshape(1, ends, -1),
+            t,
+        )
+        reads.append(np.asarray(read)[0])
+    return np.array(reads), int(np.asarray(memory.size)[0])
+
+
+ZERO = np.zeros(4, dtype="float32")
+
+
+@pytest.mark.parametrize(
+    ("kind", "expected"),
+    [
+        # Push v1, push v2, pop (v2 goes), pop and push v4 (v1 goes), pop (v4 goes).
+        ("stack", [V[0], V[1], V[0], V[3], ZERO]),
+        # The same script from the front: pops take v1, then v2; v4 is read alone.
+        ("queue", [V[0], V[0], V[1], V[3], ZERO]),
+    ],
+)
+def test_discrete_stack_and_queue_hand_computed(kind, expected):
+    reads, size = _discrete_reads(kind, [1, 1, 0, 1, 0], [0, 0, 1, 1, 1], V[[0, 1, 2, 3, 0]])
+    np.testing.assert_array_equal(reads, np.array(expected))
+    assert size == 0
+
+
+def test_discrete_deque_hand_computed():
+    # Columns: top end, bottom end.
+    pushes = [[1, 1], [1, 0], [0, 0], [0, 1], [0, 0]]
+    pops = [[0, 0], [0, 0], [1, 1], [1, 0], [1, 1]]
+    values = np.stack([V[[0, 1]], V[[2, 3]], V[[0, 0]], V[[1, 3]], V[[0, 0]]])
+    reads, size = _discrete_reads("deque", pushes, pops, values)
+    # Memory (bottom .. top) after each step: v2 v1 | v2 v1 v3 | v1 | v4 (the top pop
+    # takes v1 before v4 goes in at the bottom) | empty (both ends pop the one item).
+    expected = [
+        (V[0], V[1]),
+        (V[2], V[1]),
+        (V[0], V[0]),
+        (V[3], V[3]),
+        (ZERO, ZERO),
+    ]
+    np.testing.assert_array_equal(reads, np.array([np.concatenate(pair) for pair in expected]))
+    assert size == 0
+
+
+@pytest.mark.parametrize("kind", ["stack", "queue", "deque"])
+def test_discrete_memory_reads_what_the_continuous_one_reads(kind):
+    rng = np.random.default_rng(3)
+    batch, n_steps, width = 6, 40, 3
+    ends = 2 if kind == "deque" else 1
+    pushes = (rng.random((n_steps, batch, ends)) < 0.6).astype("float32")
+    pops = (rng.random((n_steps, batch, ends)) < 0.5).astype("float32")
+    vectors = rng.normal(size=(n_steps, batch, ends, width)).astype("float32")
+    values, strengths = initial_memory(kind, batch, n_steps, width)
+    discrete = initial_discrete_memory(kind, batch, n_steps, width)
+    for t in range(n_steps):
+        values, strengths, read = memory_step(
+            kind, values, strengths, pushes[t], pops[t], vectors[t], t
+        )
+        discrete, discrete_read = discrete_memory_step(
+            kind, discrete, pushes[t], pops[t], vectors[t], t
+        )
+        np.testing.assert_array_equal(np.asarray(discrete_read), np.asarray(read))
+        np.testing.assert_array_equal(
+            np.asarray(discrete.size), np.asarray(strengths).sum(axis=1).round()
+        )
+
+
+@pytest.mark.parametrize("memory", ["stack", "queue", "deque"])
+def test_discrete_controller_equals_snapped_continuous_one(memory):
+    controller = MemoryController(6, memory=memory, memory_width=3, pop_bias=0.0, seed=4)
+    rng = np.random.default_rng(5)
+    inputs = ops.convert_to_tensor(rng.normal(size=(5, 30, 4)).astype("float32"))
+    mask = np.ones((5, 30), dtype=bool)
+    mask[1, :7] = mask[3, :19] = False  # left padding, as in batched decoding
+    controller.build(inputs.shape)
+    weights = controller.step_weights()
+    # Large head weights make the strengths swing, so that pushes and pops both occur.
+    weights["head_kernel"] = weights["head_kernel"] * 6.0
+    results = {}
+    for discrete in (False, True):
+        state = controller.get_initial_state(5, 30, discrete=discrete)
+        final, outputs = controller.run(
+            state,
+            inputs,
+            weights,
+            mask=ops.convert_to_tensor(mask),
+            snap=True,
+            discrete=discrete,
+            return_traces=not discrete,
+        )
+        results[discrete] = (np.asarray(outputs[0]), np.asarray(final[-1]))
+        if not discrete:
+            push, pop = np.asarray(outputs[1])[mask], np.asarray(outputs[2])[mask]
+            assert 0.1 < push.mean() < 0.9 and 0.1 < pop.mean() < 0.9
+    np.testing.assert_allclose(results[True][0], results[False][0], rtol=0, atol=1e-6)
+    np.testing.assert_allclose(results[True][1], results[False][1], rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("memory", ["stack", "deque"])
+def test_network_decodes_as_far_as_it_is_told_in_linear_memory(memory):
+    network = TransducerNetwork(3, 3, memory=memory, hidden_size=8, memory_width=4, seed=1)
+    network.build()
+    bias = np.asarray(network.readout.bias).copy()
+    bias[0] = -1e4  # the end token never wins: every step runs
+    network.readout.bias.assign(bias)
+    rng = np.random.default_rng(0)
+    source = rng.integers(3, 6, size=(2, 50)).astype("int32")
+    soft = np.asarray(network.decode(source, 60, snap=False))
+    snapped = np.asarray(network.decode(source, 60, snap=True))
+    assert snapped.shape == soft.shape == (2, 60)
+    assert (snapped > 0).all()
+    continuous = _snapped_continuous_decode(network, source, 60)
+    np.testing.assert_array_equal(snapped, continuous)
+
+
+def _snapped_continuous_decode(network, source, n_steps):
+    """Greedy decoding with rounded strengths over the continuous memory, step by step."""
+    controller = network.controller
+    weights = controller.step_weights()
+    embeddings = np.asarray(network.embedding.embeddings)
+    state = controller.get_initial_state(source.shape[0], source.shape[1] + n_steps)
+    state, _ = controller.run(state, embeddings[source], weights, snap=True)
+    previous = np.full(source.shape[0], 1)
+    produced = []
+    for i in range(n_steps):
+        state, _ = controller.step(
+            state, embeddings[previous], source.shape[1] + i, weights, snap=True
+        )
+        logits = np.asarray(network.readout(state[0]))
+        token = logits.argmax(axis=-1)
+        produced.append(token)
+        previous = np.where(token == 0, 1, token - 1 + network.output_offset)
+    return np.stack(produced, axis=1)

@@ -19,6 +19,7 @@ from keras import ops
 
 from .._backend import scan
 from .._random import SeedStream
+from ._discrete import discrete_memory_step, initial_discrete_memory
 from ._memories import initial_memory, memory_ends, memory_step, push_biases
 
 __all__ = ["CELLS", "MemoryController"]
@@ -224,7 +225,12 @@ class MemoryController(keras.layers.Layer):
             weights["head_bias"] = ops.convert_to_tensor(self.head_bias)
         return weights
 
-    def get_initial_state(self, batch_size, n_steps):
+    @property
+    def n_recurrent(self):
+        """Number of recurrent state tensors: 2 (``h``, ``c``) for the LSTM, else 1."""
+        return 2 if self.cell == "lstm" else 1
+
+    def get_initial_state(self, batch_size, n_steps, discrete=False):
         """Zero recurrent state and an empty memory sized for ``n_steps`` steps.
 
         Parameters
@@ -233,25 +239,30 @@ class MemoryController(keras.layers.Layer):
         n_steps : int or scalar int tensor
             Number of steps the state will be run for (the memory grows one slot per
             step, two for the deque).
+        discrete : bool, default=False
+            Whether the memory is the discrete one of :mod:`~skptr.memory._discrete`
+            (for rounded strengths, in linear time) instead of the continuous buffers.
 
         Returns
         -------
         tuple of tensors
-            ``(h, c)`` for the LSTM, ``(h,)`` otherwise, followed by the memory values,
-            strengths and the last read vector when there is a memory.
+            ``(h, c)`` for the LSTM, ``(h,)`` otherwise, followed when there is a
+            memory by the memory's tensors (values and strengths, or the discrete
+            memory's tuple) and the last read vector.
         """
         dtype = self.compute_dtype
         h = ops.zeros((batch_size, self.units), dtype=dtype)
         state = (h, ops.zeros_like(h)) if self.cell == "lstm" else (h,)
         if self.memory is not None:
-            values, strengths = initial_memory(
-                self.memory, batch_size, n_steps, self.memory_width, dtype=dtype
-            )
+            empty = initial_discrete_memory if discrete else initial_memory
+            memory = empty(self.memory, batch_size, n_steps, self.memory_width, dtype=dtype)
             read = ops.zeros((batch_size, self.read_size), dtype=dtype)
-            state = (*state, values, strengths, read)
+            state = (*state, *memory, read)
         return state
 
-    def step(self, state, inputs, step, weights, active=None, noise=None, snap=False):
+    def step(
+        self, state, inputs, step, weights, active=None, noise=None, snap=False, discrete=False
+    ):
         """Advance the controller and its memory by one step.
 
         Parameters
@@ -265,12 +276,16 @@ class MemoryController(keras.layers.Layer):
         weights : dict of tensors
             As returned by :meth:`step_weights`.
         active : bool tensor of shape (batch,), optional
-            Samples for which the step counts; the others keep their state.
+            Samples for which the step counts; the others keep their state (their
+            memory, by neither pushing nor popping).
         noise : tensor of shape (batch, 2 * ends), optional
             Added to the push and pop logits (push columns first).
         snap : bool, default=False
             Whether to round the push and pop strengths to 0 or 1, so that the memory
             holds whole items only.
+        discrete : bool, default=False
+            Whether ``state`` holds a discrete memory (see :meth:`get_initial_state`),
+            which implies ``snap``.
 
         Returns
         -------
@@ -279,6 +294,7 @@ class MemoryController(keras.layers.Layer):
         trace : tuple of tensors
             Push strengths (batch, ends), pop strengths (batch, ends), memory strengths
             (batch, slots) and read vector (batch, ends * width); empty without memory.
+            A discrete memory has no strengths to trace: its trace is empty.
         """
         h_prev = state[0]
         parts = [inputs, state[-1], h_prev] if self.memory is not None else [inputs, h_prev]
@@ -310,20 +326,30 @@ class MemoryController(keras.layers.Layer):
                 heads = ops.concatenate([heads[:, : 2 * k] + noise, heads[:, 2 * k :]], axis=-1)
             push = ops.sigmoid(heads[:, :k])
             pop = ops.sigmoid(heads[:, k : 2 * k])
-            if snap:
+            if snap or discrete:
                 push, pop = ops.round(push), ops.round(pop)
+            if active is not None:  # an idle step neither pushes nor pops
+                on = ops.cast(active, push.dtype)[:, None]
+                push, pop = push * on, pop * on
             value = ops.reshape(ops.tanh(heads[:, 2 * k :]), (-1, k, self.memory_width))
-            values, strengths, read = memory_step(
-                self.memory, state[-3], state[-2], push, pop, value, step
-            )
-            new_state = (*new_state, values, strengths, read)
-            trace = (push, pop, strengths, read)
+            memory = state[self.n_recurrent : -1]
+            if discrete:
+                memory, read = discrete_memory_step(self.memory, memory, push, pop, value, step)
+            else:
+                values, strengths, read = memory_step(self.memory, *memory, push, pop, value, step)
+                memory = (values, strengths)
+                trace = (push, pop, strengths, read)
+            new_state = (*new_state, *memory, read)
 
         if active is not None:
-            new_state = tuple(
-                ops.where(ops.reshape(active, (-1,) + (1,) * (len(new.shape) - 1)), new, old)
-                for new, old in zip(new_state, state, strict=True)
-            )
+            # The memory of an idle step is left as it was by its zero gates.
+            kept = [*range(self.n_recurrent)] + ([] if self.memory is None else [len(state) - 1])
+            new_state = list(new_state)
+            for i in kept:
+                rank = len(new_state[i].shape)
+                where_active = ops.reshape(active, (-1,) + (1,) * (rank - 1))
+                new_state[i] = ops.where(where_active, new_state[i], state[i])
+            new_state = tuple(new_state)
         return new_state, trace
 
     def run(
@@ -336,6 +362,7 @@ class MemoryController(keras.layers.Layer):
         return_traces=False,
         noise=None,
         snap=False,
+        discrete=False,
     ):
         """Run :meth:`step` over a whole sequence in one compiled loop.
 
@@ -358,6 +385,9 @@ class MemoryController(keras.layers.Layer):
             Added to the push and pop logits at every step (see :meth:`step`).
         snap : bool, default=False
             Whether to round the push and pop strengths (see :meth:`step`).
+        discrete : bool, default=False
+            Whether ``state`` holds a discrete memory (see :meth:`step`); traces are
+            then not available.
 
         Returns
         -------
@@ -386,6 +416,7 @@ class MemoryController(keras.layers.Layer):
                 active=current.get("active"),
                 noise=current.get("noise"),
                 snap=snap,
+                discrete=discrete,
             )
             produced = (new_state[0], *trace) if return_traces else (new_state[0],)
             return new_state, produced
@@ -397,7 +428,7 @@ class MemoryController(keras.layers.Layer):
         """Stop gradients through the recurrent state every ``state_bptt_steps + 1`` steps."""
         if self.state_bptt_steps is None:
             return state
-        n_recurrent = 2 if self.cell == "lstm" else 1
+        n_recurrent = self.n_recurrent
         recurrent = tuple(ops.stop_gradient(x) for x in state[:n_recurrent])
         if self.state_bptt_steps > 0:
             cut = ops.equal(ops.mod(step, self.state_bptt_steps + 1), 0)

@@ -459,6 +459,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         return 2 * n_rows * n_steps * self._step_count(n_steps)
 
     _jit_training = True
+    _jit_inference = True
 
     def _fit_trial(self, X, y, warm, seeds):
         data = self._prepare_training_data(X, y, reset=not warm)
@@ -545,9 +546,6 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         number of rows and of steps, so that the compiled decoder is reused.
         """
         snap = self.snap_gates_
-        decoder = self._inference_model(
-            ("decoder", snap), lambda network: GreedyDecoder(network, snap_gates=snap)
-        )
         lengths = np.array([len(s) for s in source_ids])
         order = np.argsort(lengths, kind="stable")
         chunk = self._predict_batch_size()
@@ -569,6 +567,12 @@ class NeuralStackTransducer(SequenceEstimatorBase):
             sources = codec.left_padded([source_ids[i] for i in members], n_rows)
             limit = codec.output_limit(lengths[members].max(), self.max_output_length)
             canvas = np.zeros((n_rows, power_of_two_at_least(limit + 1)), dtype=np.int32)
+            decoder = self._inference_model(
+                ("decoder", snap),
+                lambda network: GreedyDecoder(network, snap_gates=snap),
+                n_rows,
+                sources.shape[1] + canvas.shape[1],
+            )
             with quiet_retracing():
                 classes = decoder.predict_on_batch({"source": sources, "canvas": canvas})
             classes = np.asarray(classes)

@@ -185,7 +185,8 @@ class TransducerNetwork(keras.Model):
             Maximum number of output tokens (end token included) to produce.
         snap : bool, default=False
             Whether to round the push and pop strengths to 0 or 1 at every step, so
-            that the memory holds whole items only.
+            that the memory holds whole items only. The memory is then the discrete one
+            of :mod:`~skptr.memory._discrete`, whose steps cost the same at any length.
 
         Returns
         -------
@@ -193,14 +194,19 @@ class TransducerNetwork(keras.Model):
             Output classes (0 = end token); entries after a sample's end token are 0.
         """
         controller = self.controller
+        discrete = bool(snap) and self.memory is not None
         source = ops.cast(source, "int32")
         batch_size, source_steps = ops.shape(source)[0], ops.shape(source)[1]
         weights = controller.step_weights()
-        state = controller.get_initial_state(batch_size, source_steps + n_steps)
+        state = controller.get_initial_state(batch_size, source_steps + n_steps, discrete)
         state, _ = controller.run(
-            state, self.embedding(source), weights, mask=ops.not_equal(source, PAD), snap=snap
+            state,
+            self.embedding(source),
+            weights,
+            mask=ops.not_equal(source, PAD),
+            snap=snap,
+            discrete=discrete,
         )
-        positions = ops.arange(n_steps, dtype="int32")
         embeddings = ops.convert_to_tensor(self.embedding.embeddings)
         readout_kernel = ops.convert_to_tensor(self.readout.kernel)
         readout_bias = ops.convert_to_tensor(self.readout.bias)
@@ -210,10 +216,12 @@ class TransducerNetwork(keras.Model):
 
         def produce(i, previous, finished, produced, *state):
             step_input = ops.take(embeddings, previous, axis=0)
-            state, _ = controller.step(state, step_input, source_steps + i, weights, snap=snap)
+            state, _ = controller.step(
+                state, step_input, source_steps + i, weights, snap=snap, discrete=discrete
+            )
             logits = ops.matmul(state[0], readout_kernel) + readout_bias
             token = ops.where(finished, 0, ops.cast(ops.argmax(logits, axis=-1), "int32"))
-            produced = ops.where(ops.equal(positions, i)[None, :], token[:, None], produced)
+            produced = ops.slice_update(produced, (0, i), token[:, None])
             finished = ops.logical_or(finished, ops.equal(token, 0))
             previous = ops.where(ops.equal(token, 0), SEPARATOR, token - 1 + self.output_offset)
             return (i + 1, previous, finished, produced, *state)
