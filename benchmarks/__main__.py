@@ -25,6 +25,7 @@ SECTIONS = (
     "pointer_budget",
     "pointer_speed",
     "transducer_speed",
+    "transducer_decoding",
     "sklearn_overhead",
     "sort8_curves",
     "sort_floats",
@@ -164,6 +165,12 @@ def configuration(quick):
                 "repeats": 2,
                 "fit_steps": 100,
             },
+            "transducer_decoding": {
+                "memories": ["stack"],
+                "lengths": [250, 500],
+                "soft_lengths": [250],
+                "repeats": 1,
+            },
             "sklearn_overhead": {
                 "n_samples": 1536,
                 "epochs": 1,
@@ -261,6 +268,12 @@ def configuration(quick):
             "repeats": 2,
             "fit_steps": 100,
         },
+        "transducer_decoding": {
+            "memories": ["stack", "queue", "deque"],
+            "lengths": [1250, 2500, 5000, 10000],
+            "soft_lengths": [1250, 2500],
+            "repeats": 2,
+        },
         "sklearn_overhead": {
             "n_samples": 2048,
             "epochs": 2,
@@ -345,6 +358,7 @@ def main(argv=None):
             "pointer_budget": budget.pointer_budget,
             "pointer_speed": speed.pointer_speed,
             "transducer_speed": speed.transducer_speed,
+            "transducer_decoding": speed.transducer_decoding,
             "sklearn_overhead": speed.sklearn_overhead,
             "sort8_curves": quality.sort8_curves,
             "sort_floats": quality.sort_floats,

@@ -15,7 +15,7 @@ import numpy as np
 from skptr._backend import SUPPORTED_BACKENDS
 
 from ._common import read_json
-from .speed import growth_exponents
+from .speed import decoding_exponents, growth_exponents
 
 __all__ = ["write_report"]
 
@@ -364,7 +364,12 @@ def _load(output):
     return data, read_json(Path(output) / "run.json") or {}
 
 
-SPEED_SECTIONS = ("pointer_speed", "transducer_speed", "sklearn_overhead")
+SPEED_SECTIONS = (
+    "pointer_speed",
+    "transducer_speed",
+    "transducer_decoding",
+    "sklearn_overhead",
+)
 
 
 def _speed_rows(data, section):
@@ -789,6 +794,48 @@ def build_blocks(data, run):
             )
         )
         blocks.append(figure("transducer_speed.png", "transducer time per sequence"))
+
+    if any(k.startswith("transducer_decoding") for k in data):
+        rows = _speed_rows(data, "transducer_decoding")
+        blocks.append(heading("Transducer: decoding one long input", 3))
+        blocks.append(
+            para(
+                "`predict` on one input of n tokens whose n output tokens all run (the end "
+                "token is made unreachable): 2n + 1 steps. With rounded strengths (the "
+                "default `snap_gates`) the decoder runs the discrete stack, queue or deque, "
+                "whose steps cost the same at any length; with soft ones every step reads "
+                "and writes every slot of the continuous memory. First call (tracing and "
+                "compiling included) and the median of the following ones, in seconds."
+            )
+        )
+        body = [
+            [
+                r["backend"],
+                r["memory"],
+                r["strengths"],
+                f"{r['length']:,}",
+                f"{r['first_call_s']:.2f}",
+                f"{r['seconds']:.3f}",
+            ]
+            for r in rows
+        ]
+        blocks.append(
+            table(["backend", "memory", "strengths", "tokens", "first call, s", "then, s"], body)
+        )
+        exponents = []
+        for backend in dict.fromkeys(r["backend"] for r in rows):
+            of_backend = [r for r in rows if r["backend"] == backend]
+            for (memory, strengths), exponent in decoding_exponents(of_backend).items():
+                lengths = [
+                    r["length"]
+                    for r in of_backend
+                    if (r["memory"], r["strengths"]) == (memory, strengths)
+                ]
+                span = f"{min(lengths):,}-{max(lengths):,}"
+                exponents.append([backend, memory, strengths, span, _fmt(exponent, 2)])
+        blocks.append(
+            table(["backend", "memory", "strengths", "tokens", "growth exponent"], exponents)
+        )
 
     if "sklearn_overhead" in data:
         rows = _speed_rows(data, "sklearn_overhead")

@@ -18,7 +18,12 @@ from skptr.datasets import make_convex_hull, make_sorting, make_transduction, ma
 from ._common import Stopwatch, check, median_rate
 from ._reference import ReferenceGreedyDecoder, build_reference
 
-__all__ = ["pointer_speed", "sklearn_overhead", "transducer_speed"]
+__all__ = [
+    "pointer_speed",
+    "sklearn_overhead",
+    "transducer_decoding",
+    "transducer_speed",
+]
 
 
 def _transducer_class():
@@ -270,6 +275,98 @@ def transducer_speed(config, log):
             )
         )
     return rows
+
+
+def transducer_decoding(config, log):
+    """Seconds to decode one long input, with rounded and with soft strengths.
+
+    The network is trained for one epoch on short copies, then its end token is made
+    unreachable (a readout bias of -10,000), so that decoding runs for the whole
+    ``max_output_length`` = source length: an input of ``n`` tokens is ``2 n + 1``
+    steps. With rounded strengths (``snap_gates_``, the default) the decoder runs the
+    discrete memory, whose steps cost the same at any length; with soft strengths every
+    step reads and writes the continuous memory's ``n`` slots. From 1,250 tokens
+    (``2**23`` rows times squared steps) TensorFlow compiles the decoder with XLA, as JAX
+    always does, so that the rows of both backends compare like with like.
+
+    Parameters
+    ----------
+    config : dict
+        ``memories``, ``lengths`` (rounded strengths), ``soft_lengths`` (soft ones)
+        and ``repeats``.
+    log : callable
+        Progress printer.
+
+    Returns
+    -------
+    list of dict
+        One row per memory, strengths and length: the first call (which compiles) and
+        the median of the repeats, in seconds.
+    """
+    transducer = _transducer_class()
+    X, y = make_transduction("copy", 64, min_length=8, max_length=8, vocab_size=8, random_state=0)
+    rng = np.random.default_rng(0)
+    rows = []
+    for memory in config["memories"]:
+        est = transducer(memory=memory, n_init=1, epochs=1, random_state=0).fit(X, y)
+        bias = np.array(keras.ops.convert_to_numpy(est.network_.readout.bias))
+        bias[0] = -1e4
+        est.network_.readout.bias.assign(bias)
+        for snap, lengths in ((True, config["lengths"]), (False, config["soft_lengths"])):
+            est.snap_gates_ = snap
+            for length in lengths:
+                source = "".join(rng.choice(list("abcdefgh"), length))
+                est.set_params(max_output_length=length)
+                seconds = []
+                for _ in range(config["repeats"] + 1):
+                    with Stopwatch() as watch:
+                        (output,) = est.predict([source])
+                    seconds.append(watch.elapsed)
+                check(len(output) == length, f"decoded {len(output)} tokens, not {length}")
+                rows.append(
+                    {
+                        "backend": keras.backend.backend(),
+                        "memory": memory,
+                        "strengths": "rounded" if snap else "soft",
+                        "length": length,
+                        "steps": 2 * length + 1,
+                        "first_call_s": seconds[0],
+                        "seconds": float(np.median(seconds[1:])),
+                        "repeat_seconds": seconds[1:],
+                    }
+                )
+                log(
+                    f"decode {memory}, {rows[-1]['strengths']}, {length} tokens: first "
+                    f"{seconds[0]:.2f} s, then {rows[-1]['seconds']:.3f} s"
+                )
+    return rows
+
+
+def decoding_exponents(rows):
+    """Log-log slope of decoding seconds against input length, per memory and strengths.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Rows of :func:`transducer_decoding` of one backend.
+
+    Returns
+    -------
+    dict
+        ``(memory, strengths)`` to the fitted exponent (None with fewer than two
+        lengths).
+    """
+    exponents = {}
+    for key in dict.fromkeys((r["memory"], r["strengths"]) for r in rows):
+        points = [
+            (r["length"], r["seconds"]) for r in rows if (r["memory"], r["strengths"]) == key
+        ]
+        if len(points) < 2:
+            exponents[key] = None
+            continue
+        lengths, seconds = np.log(np.array(points)).T
+        exponents[key] = float(np.polyfit(lengths, seconds, 1)[0])
+    return exponents
 
 
 def growth_exponents(rows, key):
