@@ -13,6 +13,7 @@ import skptr
 from skptr.datasets import make_transduction
 from skptr.memory import NeuralStackTransducer
 from skptr.memory._memories import push_biases
+from skptr.memory._restarts import network_settings, resolve_settings
 from skptr.metrics import coarse_accuracy, fine_accuracy
 
 SMALL = {"hidden_size": 16, "memory_width": 8, "embedding_dim": 8, "epochs": 2, "n_init": 1}
@@ -52,25 +53,38 @@ def test_unfitted_and_params():
         NeuralStackTransducer(memory="heap").fit(["ab"], ["ba"])
 
 
+def _settings(**params):
+    return resolve_settings(NeuralStackTransducer(**params).get_params())
+
+
+def _built_with(bptt_steps, **params):
+    return network_settings(NeuralStackTransducer(**params).get_params(), bptt_steps)
+
+
 def test_auto_defaults_depend_on_the_memory():
-    assert NeuralStackTransducer(memory="stack")._resolved_bptt_steps() == 0
-    assert NeuralStackTransducer(memory=None)._resolved_bptt_steps() is None
+    assert _settings(memory="stack").first_bptt_steps == 0
+    assert _settings(memory=None).first_bptt_steps is None
     for memory in ("stack", "queue", "deque"):
-        assert NeuralStackTransducer(memory=memory)._resolved_gate_noise() == 1.0
-    assert NeuralStackTransducer(memory="stack")._resolved_reset_cell_state(0)
+        assert _settings(memory=memory).gate_noise == 1.0
+        assert _built_with(0, memory=memory)["gate_noise"] == 1.0
+    assert _settings(memory="deque").push_bias == (0.0, -1.5)
+    assert _settings(memory="queue").push_bias == 0.0
+    assert _built_with(0, memory="stack")["reset_cell_state"]
     for bptt_steps in (None, 3):
-        assert not NeuralStackTransducer(memory="stack")._resolved_reset_cell_state(bptt_steps)
-    assert not NeuralStackTransducer(cell="gru")._resolved_reset_cell_state(0)
-    assert NeuralStackTransducer(reset_cell_state=True)._resolved_reset_cell_state(None)
+        assert not _built_with(bptt_steps, memory="stack")["reset_cell_state"]
+    assert not _built_with(0, cell="gru")["reset_cell_state"]
+    assert _built_with(None, reset_cell_state=True)["reset_cell_state"]
     # Once one has stalled, "auto" alternates between truncated and full backpropagation.
-    stack = NeuralStackTransducer(memory="stack")
-    assert stack._bptt_steps_after(0, any_stalled=True) is None
-    assert stack._bptt_steps_after(None, any_stalled=True) == 0
-    assert stack._bptt_steps_after(0, any_stalled=False) == 0
-    memoryless = NeuralStackTransducer(memory=None)
-    assert memoryless._bptt_steps_after(None, any_stalled=True) is None
-    assert NeuralStackTransducer(state_bptt_steps=0)._bptt_steps_after(0, any_stalled=True) == 0
-    assert NeuralStackTransducer(memory="stack", gate_noise=0.5)._resolved_gate_noise() == 0.5
+    stack = _settings(memory="stack")
+    assert stack.bptt_steps_after(0, any_stalled=True) is None
+    assert stack.bptt_steps_after(None, any_stalled=True) == 0
+    assert stack.bptt_steps_after(0, any_stalled=False) == 0
+    assert _settings(memory=None).bptt_steps_after(None, any_stalled=True) is None
+    assert _settings(state_bptt_steps=0).bptt_steps_after(0, any_stalled=True) == 0
+    assert _settings(memory="stack", gate_noise=0.5).gate_noise == 0.5
+    assert _settings(snap_gates="auto").may_soften and _settings(snap_gates="auto").snap
+    assert not _settings(snap_gates=True).may_soften
+    assert not _settings(snap_gates=False).snap
     with pytest.raises(ValueError, match="gate_noise"):
         NeuralStackTransducer(gate_noise=-1.0).fit(["ab"], ["ba"])
 
@@ -207,12 +221,10 @@ def test_warm_start_keeps_training(reversal_data):
 def _scripted_selection(monkeypatch, scores, **params):
     """Fit with the held-out fine accuracy replaced by ``scores`` (one per decoding compared);
     return the estimator and the networks trained, in order."""
-    from skptr.memory import _estimator
+    from skptr.memory import _restarts
 
     scripted = iter(scores)
-    monkeypatch.setattr(
-        _estimator, "_checked_fine_accuracy", lambda y_true, y_pred: next(scripted)
-    )
+    monkeypatch.setattr(_restarts, "_checked_fine_accuracy", lambda y_true, y_pred: next(scripted))
     trained = []
     train = NeuralStackTransducer._train
 
@@ -266,7 +278,7 @@ def test_n_init_with_fixed_snapping_scores_one_decoding(monkeypatch):
 def _scripted_stalls(monkeypatch, stalls):
     """Make the i-th initialisation's stall watch report ``stalls[i]`` = (stalled,
     lowest early loss) without stopping its training."""
-    from skptr.memory import _estimator
+    from skptr.memory import _restarts
 
     scripted = iter(stalls)
 
@@ -275,7 +287,7 @@ def _scripted_stalls(monkeypatch, stalls):
             super().__init__()
             self.stalled, self.best_loss = next(scripted)
 
-    monkeypatch.setattr(_estimator, "StalledStartWatch", ScriptedWatch)
+    monkeypatch.setattr(_restarts, "StalledStartWatch", ScriptedWatch)
 
 
 def test_stalled_start_watch_stops_runs_that_have_not_learned_in_their_first_epochs():
@@ -389,11 +401,11 @@ def test_auto_noise_start_stops_at_an_exact_late_initialisation(monkeypatch):
 
 
 def test_noise_starts_of_each_setting():
-    assert NeuralStackTransducer(n_init=2)._noise_starts() == [0.6, 0.6, 0.0, 0.0]
+    assert _settings(n_init=2).noise_starts == (0.6, 0.6, 0.0, 0.0)
     # Without a memory there are no gates, and without noise no start: no second round.
-    assert NeuralStackTransducer(memory=None, n_init=2)._noise_starts() == [0.6, 0.6]
-    assert NeuralStackTransducer(gate_noise=0.0, n_init=2)._noise_starts() == [0.6, 0.6]
-    assert NeuralStackTransducer(n_init=3, gate_noise_start=0.3)._noise_starts() == [0.3] * 3
+    assert _settings(memory=None, n_init=2).noise_starts == (0.6, 0.6)
+    assert _settings(gate_noise=0.0, n_init=2).noise_starts == (0.6, 0.6)
+    assert _settings(n_init=3, gate_noise_start=0.3).noise_starts == (0.3,) * 3
 
 
 def test_the_least_stalled_initialisation_is_retrained_with_its_noise_start(monkeypatch):

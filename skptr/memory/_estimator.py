@@ -14,33 +14,18 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .. import _schema
 from .._backend import quiet_retracing
 from .._base import SequenceEstimatorBase
-from .._batches import held_out_split, inference_rows, power_of_two_at_least
+from .._batches import inference_rows, power_of_two_at_least
 from .._limits import MAX_COUNT, MAX_INITIALISATIONS, MAX_WIDTH
-from .._random import SeedStream
 from .._sequences import check_token_sequences
 from ..metrics import _checked_fine_accuracy
 from ._codec import TransducerCodec
-from ._curriculum import CurriculumBatches, StalledStartWatch
+from ._curriculum import CurriculumBatches
 from ._memories import unpadded_slots
 from ._network import GreedyDecoder, TransducerNetwork
+from ._restarts import network_settings, search_initialisations
 
 __all__ = ["NeuralStackTransducer"]
 
-# ``gate_noise="auto"``: the standard deviation of the training noise on the push and
-# pop logits.
-_AUTO_GATE_NOISE = 1.0
-# ``gate_noise_start="auto"``: the noise start of the first ``n_init`` initialisations
-# (late, once the task is learned), and of the up to ``n_init`` more tried when none of
-# those is exact (from the first epoch).
-_LATE_NOISE_START = 0.6
-_EARLY_NOISE_START = 0.0
-# ``push_bias="auto"``: the initial push bias of every end, except the deque's bottom end,
-# which starts low (a push strength of 0.18).
-_AUTO_PUSH_BIAS = 0.0
-_AUTO_DEQUE_BOTTOM_PUSH_BIAS = -1.5
-# With ``n_init > 1``, the share of the training samples held out to compare the
-# initialisations (rounded down: fits of fewer than 10 samples train one).
-_SELECTION_FRACTION = 0.1
 # ``memory_trace`` records a (steps, slots) strengths matrix per sample; longer traces
 # are refused unless asked for.
 _MAX_TRACE_STEPS = 1024
@@ -367,49 +352,6 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         self.__dict__.update(codec.fitted_attributes())
         return data
 
-    def _resolved_bptt_steps(self):
-        """The truncation of the first initialisation; see ``_fit_trial`` for "auto"."""
-        if self.state_bptt_steps == "auto":
-            return None if self.memory is None else 0
-        return self.state_bptt_steps
-
-    def _bptt_steps_after(self, steps, any_stalled):
-        """The truncation of the initialisation that follows one trained with ``steps``.
-
-        With ``state_bptt_steps="auto"`` and a memory, once any initialisation has
-        stalled, the following ones alternate between full backpropagation and
-        truncation.
-        """
-        if not any_stalled or self.state_bptt_steps != "auto" or self.memory is None:
-            return steps
-        return None if steps == 0 else 0
-
-    def _noise_starts(self):
-        """The ``gate_noise_start`` of each initialisation that may be tried, in order."""
-        if self.gate_noise_start != "auto":
-            return [float(self.gate_noise_start)] * self.n_init
-        late = [_LATE_NOISE_START] * self.n_init
-        if self.memory is None or self._resolved_gate_noise() == 0:
-            return late  # no gates, or no noise: the start would change nothing
-        return late + [_EARLY_NOISE_START] * self.n_init
-
-    def _resolved_push_bias(self):
-        if self.push_bias != "auto":
-            return float(self.push_bias)
-        if self.memory == "deque":
-            return (_AUTO_PUSH_BIAS, _AUTO_DEQUE_BOTTOM_PUSH_BIAS)
-        return _AUTO_PUSH_BIAS
-
-    def _resolved_gate_noise(self):
-        if self.gate_noise == "auto":
-            return _AUTO_GATE_NOISE
-        return float(self.gate_noise)
-
-    def _resolved_reset_cell_state(self, bptt_steps):
-        if self.reset_cell_state == "auto":
-            return self.cell == "lstm" and bptt_steps == 0
-        return bool(self.reset_cell_state)
-
     def _build_network(self, seed=0):
         network = TransducerNetwork(
             n_input_tokens=len(self.input_vocabulary_),
@@ -420,11 +362,9 @@ class NeuralStackTransducer(SequenceEstimatorBase):
             embedding_dim=self.embedding_dim,
             memory_width=self.memory_width,
             pop_bias=self.pop_bias,
-            push_bias=self._resolved_push_bias(),
             state_bptt_steps=self.state_bptt_steps_,
-            gate_noise=self._resolved_gate_noise(),
-            reset_cell_state=self._resolved_reset_cell_state(self.state_bptt_steps_),
             seed=seed,
+            **network_settings(self.get_params(), self.state_bptt_steps_),
         )
         network.build()
         return network
@@ -463,64 +403,10 @@ class NeuralStackTransducer(SequenceEstimatorBase):
 
     def _fit_trial(self, X, y, warm, seeds):
         data = self._prepare_training_data(X, y, reset=not warm)
-        n_held_out = int(_SELECTION_FRACTION * len(data.lengths))
-        snap = self.snap_gates in (True, "auto")
-        if not warm:
-            self.state_bptt_steps_ = self._resolved_bptt_steps()
-            self.gate_noise_start_ = self._noise_starts()[0]
-        if warm or self.n_init == 1 or n_held_out == 0:
-            self._train(data, warm, seeds)
-            if not warm:
-                self.snap_gates_ = snap
-                self.init_scores_ = np.empty(0)
-            return
-        training, held_out = held_out_split(data, n_held_out, seeds.next())
-        codec = TransducerCodec.of(self)
-        sources, targets = codec.training_pairs(held_out)
-        targets = [t.tolist() for t in targets]
-
-        def held_out_score(candidate, snap):
-            candidate.snap_gates_ = snap
-            predictions = [p.tolist() for p in candidate._decode(codec, sources)]
-            return _checked_fine_accuracy(targets, predictions)
-
-        def assessed(candidate):
-            """The held-out score with rounded strengths, and the best (score, rounding)."""
-            rounded = held_out_score(candidate, snap)
-            options = [(rounded, snap)]
-            if rounded < 1.0 and self.snap_gates == "auto":
-                options.append((held_out_score(candidate, False), False))
-            return rounded, max(options, key=lambda option: option[0])
-
-        best, best_score, scores = None, -1.0, []
-        stalled = []  # (lowest early loss, seed, truncation, noise start) of each abandoned one
-        steps = self.state_bptt_steps_
-        for noise_start in self._noise_starts():
-            candidate, seed, watch = self._shallow_copy(), seeds.next(), StalledStartWatch()
-            candidate.state_bptt_steps_ = steps
-            candidate.gate_noise_start_ = noise_start
-            candidate._train(training, False, SeedStream(seed), callbacks=[watch])
-            steps = self._bptt_steps_after(steps, any_stalled=bool(stalled) or watch.stalled)
-            if watch.stalled:
-                scores.append(np.nan)
-                stalled.append((watch.best_loss, seed, candidate.state_bptt_steps_, noise_start))
-                continue
-            rounded, (score, candidate_snap) = assessed(candidate)
-            scores.append(rounded)
-            if rounded == 1.0:
-                best = (candidate, snap)
-                break
-            if score > best_score:
-                best, best_score = (candidate, candidate_snap), score
-        if best is None:  # every initialisation stalled: train the least stalled one fully
-            candidate = self._shallow_copy()
-            least_stalled = min(stalled, key=lambda run: run[:2])
-            _, seed, candidate.state_bptt_steps_, candidate.gate_noise_start_ = least_stalled
-            candidate._train(training, False, SeedStream(seed))
-            best = (candidate, assessed(candidate)[1][1])
-        candidate, candidate.snap_gates_ = best
-        self.__dict__.update(candidate.__dict__)
-        self.init_scores_ = np.array(scores)
+        if warm:
+            self._train(data, True, seeds)
+        else:
+            self.__dict__.update(search_initialisations(self, data, seeds).__dict__)
 
     def _fit_callbacks(self, has_validation):
         callbacks = super()._fit_callbacks(has_validation)

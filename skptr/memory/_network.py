@@ -173,7 +173,7 @@ class TransducerNetwork(keras.Model):
         )
         return {"logits": self.readout(hidden), **traces}
 
-    def decode(self, source, n_steps, snap=False):
+    def decode(self, source, n_steps, snap=False, discrete=None):
         """Greedy decoding of a batch of left-padded sources.
 
         Parameters
@@ -185,8 +185,14 @@ class TransducerNetwork(keras.Model):
             Maximum number of output tokens (end token included) to produce.
         snap : bool, default=False
             Whether to round the push and pop strengths to 0 or 1 at every step, so
-            that the memory holds whole items only. The memory is then the discrete one
-            of :mod:`~skptr.memory._discrete`, whose steps cost the same at any length.
+            that the memory holds whole items only.
+        discrete : bool, optional
+            With ``snap``, whether the memory is the discrete one of
+            :mod:`~skptr.memory._discrete`, whose steps cost the same at any length, or
+            the continuous one, whose steps touch every slot (the same results). The
+            discrete memory pays off only where the loop updates its buffers in place,
+            which XLA does and a TensorFlow graph does not (it copies them at every
+            step). Default: ``snap``.
 
         Returns
         -------
@@ -194,7 +200,8 @@ class TransducerNetwork(keras.Model):
             Output classes (0 = end token); entries after a sample's end token are 0.
         """
         controller = self.controller
-        discrete = bool(snap) and self.memory is not None
+        discrete = bool(snap if discrete is None else discrete and snap)
+        discrete = discrete and self.memory is not None
         source = ops.cast(source, "int32")
         batch_size, source_steps = ops.shape(source)[0], ops.shape(source)[1]
         weights = controller.step_weights()
@@ -264,7 +271,9 @@ class GreedyDecoder(keras.Model):
     network : TransducerNetwork
         The trained network (its layers are shared, not copied).
     snap_gates : bool, default=False
-        Whether the push and pop strengths are rounded to 0 or 1 while decoding.
+        Whether the push and pop strengths are rounded to 0 or 1 while decoding; the
+        memory is then the discrete one when the model is compiled with XLA (see
+        :meth:`TransducerNetwork.decode`).
     **kwargs
         Passed to :class:`keras.Model`.
 
@@ -282,7 +291,10 @@ class GreedyDecoder(keras.Model):
 
     def call(self, inputs):
         return self.network.decode(
-            inputs["source"], ops.shape(inputs["canvas"])[1], snap=self.snap_gates
+            inputs["source"],
+            ops.shape(inputs["canvas"])[1],
+            snap=self.snap_gates,
+            discrete=self.snap_gates and bool(self.jit_compile),
         )
 
     def get_config(self):
