@@ -240,6 +240,18 @@ class _NetworkSnapshot:
             variable.assign(value)
 
 
+def _reinitialised(network, new, learning_rate):
+    """``network`` holding the variables of ``new``, its optimiser state reset."""
+    for variable, value in zip(network.variables, new.variables, strict=True):
+        variable.assign(value)
+    optimizer = getattr(network, "optimizer", None)
+    if optimizer is not None:
+        for variable in optimizer.variables:
+            variable.assign(keras.ops.zeros(variable.shape, dtype=variable.dtype))
+        optimizer.learning_rate = float(learning_rate)
+    return network
+
+
 class NonFiniteTrainingError(FloatingPointError, ValueError):
     """Training produced a NaN or infinite loss or weights."""
 
@@ -505,7 +517,7 @@ class SequenceEstimatorBase(BaseEstimator):
         """
         self._train(self._prepare_training_data(X, y, reset=not warm), warm, seeds)
 
-    def _train(self, data, warm, seeds, callbacks=()):
+    def _train(self, data, warm, seeds, callbacks=(), reuse=None):
         """Train ``self``'s network (a new one unless ``warm``) on encoded ``data``.
 
         Parameters
@@ -520,6 +532,12 @@ class SequenceEstimatorBase(BaseEstimator):
         callbacks : sequence of keras.callbacks.Callback, default=()
             Callbacks of the estimator's own for this training only, run after the
             others.
+        reuse : keras.Model, optional
+            A network built and trained before with the same hyperparameters and
+            data, to hold the new network instead of a new object: it takes the new
+            network's variables and a reset optimiser, and keeps its compiled
+            training function (the result is the same, without tracing and compiling
+            the training step again).
         """
         network_seed, split_seed, batches_seed = seeds.next(), seeds.next(), seeds.next()
         if not warm:
@@ -540,9 +558,11 @@ class SequenceEstimatorBase(BaseEstimator):
         else:
             self.network_ = self._new_network(network_seed)
             self.history_ = {}
+            if reuse is not None:
+                self.network_ = _reinitialised(reuse, self.network_, self.learning_rate)
         data, validation = self._split_validation(data, split_seed)
         batches = self._training_batches(data, self.batch_size, batches_seed)
-        if not warm or getattr(self.network_, "optimizer", None) is None:
+        if not (warm or reuse is not None) or getattr(self.network_, "optimizer", None) is None:
             self._compile(self.epochs * len(batches), data.n_steps)
         self._set_steps_per_execution()
         history = self.network_.fit(

@@ -561,3 +561,35 @@ def test_push_bias_per_end_must_match_the_memory():
     assert push_biases(1.0, 0) == ()
     with pytest.raises(ValueError, match=r"one value per memory end \(1\), got 2"):
         push_biases([0.0, -1.5], 1)
+
+
+def test_runs_of_the_search_equal_the_same_runs_trained_alone(monkeypatch):
+    from skptr._random import SeedStream
+    from skptr.memory import _restarts
+
+    scores = iter([0.3, 0.9, 0.5])  # the second run is kept
+    monkeypatch.setattr(_restarts, "_checked_fine_accuracy", lambda y_true, y_pred: next(scores))
+    train_run = _restarts.train_run
+    runs = []
+
+    def recording_train_run(estimator, data, run, seeds, callbacks=(), reuse=None):
+        candidate = train_run(estimator, data, run, seeds, callbacks, reuse=reuse)
+        runs.append((estimator, data, run, candidate.network_, candidate.network_.get_weights()))
+        return candidate
+
+    monkeypatch.setattr(_restarts, "train_run", recording_train_run)
+    X, y = make_transduction(
+        "reversal", n_samples=40, min_length=1, max_length=4, vocab_size=2, random_state=0
+    )
+    params = {**SMALL, "n_init": 3, "gate_noise_start": 0.0, "snap_gates": True}
+    est = NeuralStackTransducer(random_state=0, **params).fit(X, y)
+    # One network object trained three times: its training step was compiled once.
+    assert len(runs) == 3 and all(network is runs[0][3] for *_, network, _ in runs)
+    for estimator, data, run, _, weights in runs:
+        alone = train_run(estimator, data, run, SeedStream(run.seed))
+        for reused, fresh in zip(weights, alone.network_.get_weights(), strict=True):
+            np.testing.assert_allclose(reused, fresh, rtol=1e-5, atol=1e-6)
+    kept_weights = runs[1][4]
+    for kept, recorded in zip(est.network_.get_weights(), kept_weights, strict=True):
+        np.testing.assert_array_equal(kept, recorded)
+    np.testing.assert_allclose(est.init_scores_, [0.3, 0.9, 0.5])

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from .._base import _NetworkSnapshot
 from .._batches import held_out_split
 from .._random import SeedStream
 from ..metrics import _checked_fine_accuracy
@@ -291,7 +292,7 @@ class RestartPlan:
         return np.array([o.rounded for o in self.outcomes])
 
 
-def train_run(estimator, data, run, seeds, callbacks=()):
+def train_run(estimator, data, run, seeds, callbacks=(), reuse=None):
     """Train a new network of ``estimator`` as ``run`` says.
 
     Parameters
@@ -306,6 +307,9 @@ def train_run(estimator, data, run, seeds, callbacks=()):
         Seeds of the network, the validation split and the batches.
     callbacks : sequence of keras.callbacks.Callback, default=()
         Extra callbacks of this run.
+    reuse : keras.Model, optional
+        A network of an earlier run with the same truncation, whose compiled training
+        step the run reuses (see ``_train``).
 
     Returns
     -------
@@ -315,7 +319,7 @@ def train_run(estimator, data, run, seeds, callbacks=()):
     candidate = estimator._shallow_copy()
     candidate.state_bptt_steps_ = run.state_bptt_steps
     candidate.gate_noise_start_ = run.gate_noise_start
-    candidate._train(data, False, seeds, callbacks=callbacks)
+    candidate._train(data, False, seeds, callbacks=callbacks, reuse=reuse)
     return candidate
 
 
@@ -400,14 +404,28 @@ def search_initialisations(estimator, data, seeds):
     training, held_out = held_out_split(data, n_held_out, seeds.next())
     judge = HeldOutJudge(TransducerCodec.of(estimator), held_out, settings)
     plan = RestartPlan(settings, seeds)
+    networks = {}  # one network per truncation, its compiled steps reused by later runs
+    best = None  # the best scored run so far, and a snapshot of its network
     while (run := plan.next_run()) is not None:
         watch = None if plan.retraining else StalledStartWatch()
         candidate = train_run(
-            estimator, training, run, SeedStream(run.seed), () if watch is None else (watch,)
+            estimator,
+            training,
+            run,
+            SeedStream(run.seed),
+            () if watch is None else (watch,),
+            reuse=networks.get(run.state_bptt_steps),
         )
+        networks[run.state_bptt_steps] = candidate.network_
         stalled = watch is not None and watch.stalled
         outcome = Outcome(run, candidate, stalled, np.inf if watch is None else watch.best_loss)
-        plan.record(outcome if stalled else judge.assess(outcome))
+        if not stalled:
+            judge.assess(outcome)
+            if best is None or outcome.score > best[0].score:
+                best = (outcome, _NetworkSnapshot(candidate.network_))
+        plan.record(outcome)
+    if best is not None and plan.kept is best[0]:
+        best[1].restore()  # later runs may have trained the same network object
     kept = plan.kept.candidate
     kept.snap_gates_ = plan.kept.snap
     kept.init_scores_ = plan.scores
