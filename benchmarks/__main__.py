@@ -26,6 +26,7 @@ SECTIONS = (
     "pointer_speed",
     "transducer_speed",
     "transducer_decoding",
+    "transducer_restarts",
     "sklearn_overhead",
     "sort8_curves",
     "sort_floats",
@@ -171,6 +172,13 @@ def configuration(quick):
                 "soft_lengths": [250],
                 "repeats": 1,
             },
+            "transducer_restarts": {
+                "n_samples": 200,
+                "lengths": (2, 8),
+                "epochs": 1,
+                "n_inits": [1, 2],
+                "repeats": 1,
+            },
             "sklearn_overhead": {
                 "n_samples": 1536,
                 "epochs": 1,
@@ -274,6 +282,13 @@ def configuration(quick):
             "soft_lengths": [1250, 2500],
             "repeats": 2,
         },
+        "transducer_restarts": {
+            "n_samples": 1000,
+            "lengths": (2, 16),
+            "epochs": 3,
+            "n_inits": [1, 8],
+            "repeats": 1,
+        },
         "sklearn_overhead": {
             "n_samples": 2048,
             "epochs": 2,
@@ -359,6 +374,7 @@ def main(argv=None):
             "pointer_speed": speed.pointer_speed,
             "transducer_speed": speed.transducer_speed,
             "transducer_decoding": speed.transducer_decoding,
+            "transducer_restarts": speed.transducer_restarts,
             "sklearn_overhead": speed.sklearn_overhead,
             "sort8_curves": quality.sort8_curves,
             "sort_floats": quality.sort_floats,

@@ -368,6 +368,7 @@ SPEED_SECTIONS = (
     "pointer_speed",
     "transducer_speed",
     "transducer_decoding",
+    "transducer_restarts",
     "sklearn_overhead",
 )
 
@@ -794,6 +795,35 @@ def build_blocks(data, run):
             )
         )
         blocks.append(figure("transducer_speed.png", "transducer time per sequence"))
+
+    if any(k.startswith("transducer_restarts") for k in data):
+        rows = _speed_rows(data, "transducer_restarts")
+        blocks.append(heading("Transducer: the cost of several initialisations", 3))
+        blocks.append(
+            para(
+                "`fit` with `n_init` initialisations against one, on random targets that no "
+                "initialisation can learn, so that every one runs to the end "
+                "(`gate_noise_start=0.6`: `n_init` runs, not up to twice as many). With more "
+                "than one, each run trains on 90 % of the samples and is scored on the rest."
+            )
+        )
+        body = [
+            [
+                r["backend"],
+                r["n_init"],
+                r["runs"],
+                f"{r['n_samples']:,} \u00d7 {r['epochs']}",
+                f"{r['fit_s']:.1f}",
+                f"\u00d7{r['ratio']:.2f}",
+            ]
+            for r in rows
+        ]
+        blocks.append(
+            table(
+                ["backend", "n_init", "runs", "samples \u00d7 epochs", "fit, s", "vs first"],
+                body,
+            )
+        )
 
     if any(k.startswith("transducer_decoding") for k in data):
         rows = _speed_rows(data, "transducer_decoding")

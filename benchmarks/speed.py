@@ -23,6 +23,7 @@ __all__ = [
     "pointer_speed",
     "sklearn_overhead",
     "transducer_decoding",
+    "transducer_restarts",
     "transducer_speed",
 ]
 
@@ -341,6 +342,65 @@ def transducer_decoding(config, log):
                     f"{seconds[0]:.2f} s, then {rows[-1]['seconds']:.3f} s"
                 )
     return rows
+
+
+def transducer_restarts(config, log):
+    """Fit time of ``n_init`` initialisations against one, on a task none can learn.
+
+    The targets are random token strings, unrelated to the sources, so no
+    initialisation predicts the held-out samples exactly and every one of ``n_init``
+    runs to the end: the ratio is the whole cost of the search. ``gate_noise_start`` is
+    fixed, so that ``n_init`` runs are tried (not up to twice as many).
+
+    Parameters
+    ----------
+    config : dict
+        ``n_samples``, ``lengths`` (the shortest and longest source), ``epochs``,
+        ``n_inits`` (the first is the reference) and ``repeats``.
+    log : callable
+        Progress printer.
+
+    Returns
+    -------
+    list of dict
+        One row per ``n_init``: median fit seconds, runs tried and the ratio to the
+        first ``n_init``.
+    """
+    transducer = _transducer_class()
+    rng = np.random.default_rng(0)
+    low, high = config["lengths"]
+    alphabet = np.array(list("abcdefgh"))
+    sources = [
+        "".join(rng.choice(alphabet, rng.integers(low, high + 1)))
+        for _ in range(config["n_samples"])
+    ]
+    targets = ["".join(rng.choice(alphabet, rng.integers(low, high + 1))) for _ in sources]
+    seconds = {n_init: [] for n_init in config["n_inits"]}
+    tried = {}
+    for _ in range(config["repeats"]):
+        for n_init in config["n_inits"]:
+            est = transducer(
+                n_init=n_init, epochs=config["epochs"], gate_noise_start=0.6, random_state=0
+            )
+            with Stopwatch() as watch:
+                est.fit(sources, targets)
+            seconds[n_init].append(watch.elapsed)
+            tried[n_init] = max(1, len(est.init_scores_))
+            log(f"restarts: n_init={n_init} fit in {watch.elapsed:.1f} s, {tried[n_init]} runs")
+    reference = float(np.median(seconds[config["n_inits"][0]]))
+    return [
+        {
+            "backend": keras.backend.backend(),
+            "n_init": n_init,
+            "runs": tried[n_init],
+            "n_samples": config["n_samples"],
+            "epochs": config["epochs"],
+            "fit_s": float(np.median(seconds[n_init])),
+            "ratio": float(np.median(seconds[n_init])) / reference,
+            "fit_seconds": seconds[n_init],
+        }
+        for n_init in config["n_inits"]
+    ]
 
 
 def decoding_exponents(rows):
