@@ -381,6 +381,9 @@ class SequenceEstimatorBase(BaseEstimator):
 
     _jit_training: ClassVar[bool] = False
     _jit_inference: ClassVar[bool] = False
+    #: Network hyperparameters added after fits were first saved, with the values that
+    #: build the networks of files and pickles written before they existed.
+    _network_params_before: ClassVar[dict] = {}
 
     def _weight_count(self):  # pragma: no cover - abstract
         """Estimated number of the network's weights (see :mod:`skptr._limits`)."""
@@ -700,9 +703,18 @@ class SequenceEstimatorBase(BaseEstimator):
     def __setstate__(self, state):
         state = dict(state)
         weights = state.pop("_network_weights", None)
+        # Pickled before some hyperparameters existed: the values that build the network
+        # of that time.
+        for name, value in self._network_params_before.items():
+            state.setdefault(name, value)
         if weights is not None and "network_params_" not in state:
             # Pickled before fitted models recorded their network's hyperparameters.
             state["network_params_"] = {name: state[name] for name in self._network_params}
+        if "network_params_" in state:
+            state["network_params_"] = {
+                **self._network_params_before,
+                **state["network_params_"],
+            }
         super().__setstate__(state)
         if weights is not None:
             self.network_ = self._new_network()

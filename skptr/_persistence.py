@@ -41,6 +41,7 @@ and every problem is a ``ValueError`` that names the file:
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 import json
 import os
@@ -458,6 +459,12 @@ def _architecture(config):
     }
 
 
+def _argument_defaults(network_class):
+    """The default values of a network class's constructor arguments."""
+    parameters = inspect.signature(network_class.__init__).parameters.values()
+    return {p.name: p.default for p in parameters if p.default is not inspect.Parameter.empty}
+
+
 def _check_network_config(config, network, estimator, path):
     """Check that a ``.keras`` configuration is that of ``network``: the estimator's
     own network class, built as the fitted hyperparameters say."""
@@ -474,7 +481,10 @@ def _check_network_config(config, network, estimator, path):
         )
     stored = config.get("config")
     expected = _architecture(network.get_config())
-    stored = _architecture(stored) if isinstance(stored, dict) else stored
+    if isinstance(stored, dict):
+        # Arguments the network class gained after the file was written take their
+        # defaults, as Keras' from_config gives them.
+        stored = _architecture({**_argument_defaults(type(network)), **stored})
     if stored != expected:
         differences = (
             sorted(
@@ -608,6 +618,7 @@ def _load_from(archive, path):
         entries.setdefault("network_params_", {"__dict__": fitted})
     state = _checked_state(cls, entries, has_network, path)
     if has_network:
+        state["network_params_"] = {**cls._network_params_before, **state["network_params_"]}
         _checked_network_params(estimator, state["network_params_"], path)
     estimator.__dict__.update(state)
     if has_network:

@@ -101,6 +101,11 @@ def _fitted_estimators():
     X = rng.random((300, 6))
     orderer = PointerNetworkOrderer(hidden_size=16, epochs=4, batch_size=32, random_state=0)
     orderer.fit(X, np.argsort(X, axis=1))
+    points = rng.random((300, 5, 2))
+    set_orderer = PointerNetworkOrderer(
+        encoder="attention", hidden_size=16, n_heads=4, epochs=2, batch_size=32, random_state=0
+    )
+    set_orderer.fit(points, np.argsort(points[:, :, 0], axis=1))
     sources = ["".join(rng.choice(list("ab"), size=rng.integers(1, 7))) for _ in range(200)]
     transducer = NeuralStackTransducer(
         hidden_size=16,
@@ -113,7 +118,11 @@ def _fitted_estimators():
         random_state=0,
     )
     transducer.fit(sources, [s[::-1] for s in sources])
-    return {"orderer": (orderer, X[:50]), "transducer": (transducer, sources[:50])}
+    return {
+        "orderer": (orderer, X[:50]),
+        "set_orderer": (set_orderer, points[:50]),
+        "transducer": (transducer, sources[:50]),
+    }
 
 
 _PREDICT_ON_OTHER_BACKEND = textwrap.dedent(
@@ -124,13 +133,13 @@ _PREDICT_ON_OTHER_BACKEND = textwrap.dedent(
     assert keras.backend.backend() == sys.argv[2], keras.backend.backend()
     folder = sys.argv[1]
     out = {}
-    for name in ("orderer", "transducer"):
+    for name in ("orderer", "set_orderer", "transducer"):
         X = joblib.load(f"{folder}/{name}.X.pkl")
         for how, est in (("file", skptr.load(f"{folder}/{name}.skptr")),
                          ("pickle", joblib.load(f"{folder}/{name}.pkl"))):
-            out[f"{name}-{how}"] = [list(map(str, p)) if name == "orderer" else p
+            out[f"{name}-{how}"] = [list(map(str, p)) if name != "transducer" else p
                                     for p in est.predict(X).tolist()]
-            if name == "orderer":
+            if name != "transducer":
                 out[f"{name}-{how}-proba"] = np.asarray(est.predict_proba(X)).tolist()
     json.dump(out, open(f"{folder}/other.json", "w"))
     """
@@ -150,7 +159,7 @@ def test_models_saved_on_one_backend_predict_identically_on_the_other(tmp_path):
         joblib.dump(X, tmp_path / f"{name}.X.pkl")
         prediction = est.predict(X).tolist()
         expected[name] = (
-            [list(map(str, p)) for p in prediction] if name == "orderer" else (prediction)
+            [list(map(str, p)) for p in prediction] if name != "transducer" else (prediction)
         )
     env = {**os.environ, "KERAS_BACKEND": OTHER_BACKEND, "TF_CPP_MIN_LOG_LEVEL": "3"}
     result = subprocess.run(
@@ -162,12 +171,14 @@ def test_models_saved_on_one_backend_predict_identically_on_the_other(tmp_path):
     )
     assert result.returncode == 0, result.stderr[-3000:]
     other = json.loads((tmp_path / "other.json").read_text())
-    orderer, X = fitted["orderer"]
-    proba = np.asarray(orderer.predict_proba(X))
     for how in ("file", "pickle"):
-        assert other[f"orderer-{how}"] == expected["orderer"]
         assert other[f"transducer-{how}"] == expected["transducer"]
-        np.testing.assert_allclose(other[f"orderer-{how}-proba"], proba, atol=1e-5)
+        for name in ("orderer", "set_orderer"):
+            orderer, X = fitted[name]
+            assert other[f"{name}-{how}"] == expected[name]
+            np.testing.assert_allclose(
+                other[f"{name}-{how}-proba"], np.asarray(orderer.predict_proba(X)), atol=1e-5
+            )
 
 
 def _memory_maps():

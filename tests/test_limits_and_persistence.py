@@ -565,3 +565,19 @@ def test_small_numpy_integer_types_do_not_overflow_the_estimates():
     params = {"hidden_size": np.uint8(8), "batch_size": np.uint8(16), "n_glimpses": np.uint8(1)}
     estimator = PointerNetworkOrderer(epochs=1, random_state=0, **params).fit(X, y)
     assert estimator.score(X, y) >= 0
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"hidden_size": 32, "num_layers": 2},
+        {"hidden_size": 16, "n_heads": 3, "cell": "gru", "n_glimpses": 1},
+        {"hidden_size": 128, "num_layers": 3, "attention": "dot"},
+        {"hidden_size": 8, "n_heads": 16},
+    ],
+)
+def test_memory_estimates_bound_the_attention_encoders_weights(params):
+    estimator = PointerNetworkOrderer(encoder="attention", **params)
+    estimator.n_features_in_, estimator.ordered_subsets_ = 2, True
+    real = estimator._build_network().count_params()
+    assert real <= estimator._weight_count() <= 1.5 * real

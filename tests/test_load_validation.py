@@ -349,3 +349,53 @@ def test_metadata_has_exactly_the_expected_entries(tmp_path, change, message):
     PointerNetworkOrderer().save(path)
     with pytest.raises(ValueError, match=message):
         skptr.load(_tampered(path, tmp_path / "bad.skptr", change))
+
+
+def _written_before_the_attention_encoder(metadata):
+    """A file as written before ``encoder`` and ``n_heads`` existed."""
+    for name in ("encoder", "n_heads"):
+        del metadata["params"][name]
+    entries = metadata["state"]["network_params_"]["__dict__"]
+    entries[:] = [entry for entry in entries if entry[0] not in ("encoder", "n_heads")]
+
+
+def _network_without(network_bytes, *names):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(network_bytes)) as source:
+        with zipfile.ZipFile(buffer, "w") as target:
+            for name in source.namelist():
+                data = source.read(name)
+                if name == "config.json":
+                    config = json.loads(data)
+                    for key in names:
+                        del config["config"][key]
+                    data = json.dumps(config).encode()
+                target.writestr(name, data)
+    return buffer.getvalue()
+
+
+def test_files_written_before_the_attention_encoder_still_load(orderer_file, tmp_path):
+    estimator, path, X = orderer_file
+    network = _members(path)[NETWORK]
+    old = _tampered(
+        path,
+        tmp_path / "old.skptr",
+        _written_before_the_attention_encoder,
+        {NETWORK: _network_without(network, "encoder", "n_heads")},
+    )
+    loaded = skptr.load(old)
+    assert loaded.network_params_["encoder"] == "recurrent"
+    assert loaded.get_params()["encoder"] == "recurrent"
+    np.testing.assert_array_equal(loaded.predict(X), estimator.predict(X))
+
+
+def test_pickles_made_before_the_attention_encoder_still_load(orderer_file):
+    estimator, _, X = orderer_file
+    state = estimator.__getstate__()
+    for name in ("encoder", "n_heads"):
+        del state[name]
+        del state["network_params_"][name]
+    old = object.__new__(PointerNetworkOrderer)
+    old.__setstate__(state)
+    assert old.get_params()["encoder"] == "recurrent"
+    np.testing.assert_array_equal(old.predict(X), estimator.predict(X))

@@ -123,9 +123,17 @@ def test_decoded_orderings_are_always_valid(lengths, allow_end, beam_width, seed
 _VALIDITY_NETWORKS = {flag: _network(allow_end=flag) for flag in (False, True)}
 
 
-@pytest.mark.parametrize(("allow_end", "glimpses"), [(False, 0), (True, 0), (True, 1)])
-def test_beam_width_one_equals_greedy(allow_end, glimpses):
-    network = _network(allow_end=allow_end, hidden_size=16, glimpses=glimpses)
+@pytest.mark.parametrize(
+    ("allow_end", "glimpses", "encoder"),
+    [
+        (False, 0, "recurrent"),
+        (True, 0, "recurrent"),
+        (True, 1, "recurrent"),
+        (True, 0, "attention"),
+    ],
+)
+def test_beam_width_one_equals_greedy(allow_end, glimpses, encoder):
+    network = _network(allow_end=allow_end, hidden_size=16, glimpses=glimpses, encoder=encoder)
     values, lengths = _random_batch(np.random.RandomState(4), [6, 3, 5, 1, 6, 2, 4, 6])
     greedy = [np.asarray(t) for t in greedy_decode(network, values, lengths)]
     beam = [np.asarray(t) for t in beam_decode(network, values, lengths, 1)]
@@ -159,10 +167,12 @@ def test_exhaustive_beam_finds_the_most_likely_permutation():
         assert float(log_likelihood[i]) == pytest.approx(all_scores.max(), abs=1e-4)
 
 
-@pytest.mark.parametrize("glimpses", [0, 2])
-def test_decoder_log_likelihood_matches_teacher_forcing(glimpses):
-    network = _network(hidden_size=16, glimpses=glimpses)
-    values, lengths = _random_batch(np.random.RandomState(6), [5, 5])
+@pytest.mark.parametrize(
+    ("glimpses", "encoder"), [(0, "recurrent"), (2, "recurrent"), (0, "attention")]
+)
+def test_decoder_log_likelihood_matches_teacher_forcing(glimpses, encoder):
+    network = _network(hidden_size=16, glimpses=glimpses, encoder=encoder)
+    values, lengths = _random_batch(np.random.RandomState(6), [5, 3])
     for decoded in (
         greedy_decode(network, values, lengths),
         beam_decode(network, values, lengths, 3),
@@ -358,3 +368,47 @@ def test_network_config_round_trip():
     clone = PointerNetwork.from_config(network.get_config())
     assert clone.get_config() == network.get_config()
     assert isinstance(keras.saving.get_registered_object("skptr>PointerNetwork"), type)
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_attention_encoder_is_blind_to_the_order_of_the_input(cell):
+    network = _network(encoder="attention", n_features=2, cell=cell, num_layers=2, n_heads=4)
+    rng = np.random.default_rng(1)
+    values, lengths = _random_batch(rng, [6, 6, 6], n_features=2)
+    permutation = rng.permutation(6)
+    keys, valid, states = network.encode(values, lengths)
+    permuted_keys, _, permuted_states = network.encode(values[:, permutation], lengths)
+    # Positions move with their elements; the end element and the states stay put.
+    np.testing.assert_allclose(
+        np.asarray(permuted_keys)[:, :6], np.asarray(keys)[:, permutation], atol=1e-5
+    )
+    np.testing.assert_allclose(np.asarray(permuted_keys)[:, 6], np.asarray(keys)[:, 6])
+    assert len(states) == 2 and len(states[0]) == (2 if cell == "lstm" else 1)
+    for layer, permuted_layer in zip(states, permuted_states, strict=True):
+        for state, permuted in zip(layer, permuted_layer, strict=True):
+            np.testing.assert_allclose(np.asarray(permuted), np.asarray(state), atol=1e-5)
+    assert np.asarray(valid)[:, :6].all()
+    # Teacher-forced logits of a permuted input are the permuted logits.
+    targets = np.argsort(values[:, :, 0], axis=1).astype("int32")
+    logits = network({"values": values, "lengths": lengths, "targets": targets})
+    inverse = np.argsort(permutation)
+    permuted_logits = network(
+        {"values": values[:, permutation], "lengths": lengths, "targets": inverse[targets]}
+    )
+    np.testing.assert_allclose(
+        np.asarray(permuted_logits)[:, :, :6], np.asarray(logits)[:, :, permutation], atol=1e-4
+    )
+
+
+def test_attention_encoder_ignores_padding():
+    network = _network(encoder="attention", n_features=2, num_layers=2, n_heads=2)
+    rng = np.random.default_rng(2)
+    values, lengths = _random_batch(rng, [4, 4], n_features=2)
+    padded = np.concatenate([values, rng.normal(size=(2, 3, 2)).astype("float32")], axis=1)
+    keys, _, states = network.encode(values, lengths)
+    padded_keys, valid, padded_states = network.encode(padded, lengths)
+    np.testing.assert_allclose(np.asarray(padded_keys)[:, :4], np.asarray(keys)[:, :4], atol=1e-5)
+    np.testing.assert_allclose(
+        np.asarray(padded_states[0][0]), np.asarray(states[0][0]), atol=1e-5
+    )
+    assert not np.asarray(valid)[:, 4:7].any()

@@ -18,7 +18,7 @@ from ..metrics import _checked_position_accuracy
 from ._codec import PointerCodec
 from ._cycles import CYCLE_KINDS
 from ._decoding import PointerDecoder
-from ._layers import PointerNetwork, masked_pointer_crossentropy
+from ._layers import ENCODERS, PointerNetwork, masked_pointer_crossentropy
 
 __all__ = ["PointerNetworkOrderer"]
 
@@ -63,9 +63,22 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
     cell : {"lstm", "gru", "rnn"}, default="lstm"
         Recurrent cell of encoder and decoder.
     bidirectional : bool, default=True
-        Whether the encoder reads the input in both directions.
+        Whether the recurrent encoder reads the input in both directions.
     num_layers : int, default=1
-        Number of stacked recurrent layers in encoder and decoder.
+        Number of stacked recurrent layers in encoder and decoder (with
+        ``encoder="attention"``: of self-attention blocks in the encoder, and of
+        recurrent layers in the decoder).
+    encoder : {"recurrent", "attention"}, default="recurrent"
+        How the input is read. ``"recurrent"`` runs recurrent layers of ``cell`` over
+        it in order. ``"attention"`` embeds each element and runs ``num_layers``
+        multi-head self-attention blocks with no positional information, so that
+        only the set of elements matters: permuting the input permutes the
+        encodings alike, and the decoder starts from their mean (Kool et al. 2019).
+        For inputs whose order means nothing (points of a convex hull, cities of a
+        tour). The decoder is the same recurrent pointer decoder either way.
+    n_heads : int, default=8
+        Attention heads per block of the attention encoder, each
+        ``max(1, hidden_size // n_heads)`` wide.
     attention : {"additive", "dot", "general"}, default="additive"
         Pointer scorer: ``vᵀ tanh(W1 e_j + W2 d_i)``, ``d_iᵀ e_j`` or ``d_iᵀ W e_j``.
     n_glimpses : int, default=0
@@ -167,6 +180,8 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         "cell": [StrOptions({"lstm", "gru", "rnn"})],
         "bidirectional": ["boolean"],
         "num_layers": [Interval(Integral, 1, MAX_DEPTH, closed="both")],
+        "encoder": [StrOptions(set(ENCODERS))],
+        "n_heads": [Interval(Integral, 1, MAX_DEPTH, closed="both")],
         "attention": [StrOptions({"additive", "dot", "general"})],
         "n_glimpses": [Interval(Integral, 0, MAX_DEPTH, closed="both")],
         "dropout": [Interval(Real, 0, 1, closed="left")],
@@ -184,7 +199,12 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         "n_glimpses",
         "dropout",
         "cycle",
+        "encoder",
+        "n_heads",
     )
+    #: Values that build the network of a fit recorded before these hyperparameters
+    #: existed (older files and pickles).
+    _network_params_before: ClassVar[dict] = {"encoder": "recurrent", "n_heads": 8}
     _fitted_attributes: ClassVar[dict] = {
         **SequenceEstimatorBase._fitted_attributes,
         **PointerCodec.FITTED_ATTRIBUTES,
@@ -197,6 +217,8 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         cell="lstm",
         bidirectional=True,
         num_layers=1,
+        encoder="recurrent",
+        n_heads=8,
         attention="additive",
         n_glimpses=0,
         dropout=0.0,
@@ -220,6 +242,8 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         self.cell = cell
         self.bidirectional = bidirectional
         self.num_layers = num_layers
+        self.encoder = encoder
+        self.n_heads = n_heads
         self.attention = attention
         self.n_glimpses = n_glimpses
         self.dropout = dropout
@@ -265,6 +289,8 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
             glimpses=self.n_glimpses,
             dropout=self.dropout,
             allow_end=self.ordered_subsets_,
+            encoder=self.encoder,
+            n_heads=self.n_heads,
             seed=seed,
         )
         return network.build_for(self.n_features_in_)
@@ -274,14 +300,24 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
 
     def _widths(self):
         """Width of the recurrent states and of the encodings."""
-        return self.hidden_size, self.hidden_size * (2 if self.bidirectional else 1)
+        directions = 2 if self.bidirectional and self.encoder == "recurrent" else 1
+        return self.hidden_size, self.hidden_size * directions
+
+    def _attention_width(self):
+        """Total width of the attention encoder's heads."""
+        return self.n_heads * max(1, self.hidden_size // self.n_heads)
 
     def _weight_count(self):
         hidden, width = self._widths()
         gates, directions = _GATES[self.cell], width // hidden
-        encoder = (self.n_features_in_ + 1) * hidden + self.num_layers * directions * gates * (
-            hidden * (width + hidden + 2)
-        )
+        if self.encoder == "attention":
+            heads = self._attention_width()
+            block = 4 * (hidden + 1) * heads + 9 * hidden * hidden + 9 * hidden
+            encoder = (self.n_features_in_ + 1) * hidden + self.num_layers * block
+        else:
+            encoder = (self.n_features_in_ + 1) * hidden + self.num_layers * directions * gates * (
+                hidden * (width + hidden + 2)
+            )
         decoder = self.num_layers * gates * width * (2 * width + 2)
         scorers = (1 + min(self.n_glimpses, 1)) * (2 * width * hidden + width * width + 2 * hidden)
         return encoder + decoder + scorers
@@ -290,6 +326,8 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         hidden, width = self._widths()
         recurrent = 2 * self.num_layers * _GATES[self.cell] * width + hidden
         scored = n_steps * (hidden + 2) * (1 + self.n_glimpses)
+        if self.encoder == "attention":  # attention weights, then 10 vectors per block
+            recurrent += self.num_layers * (2 * self.n_heads * n_steps + 10 * hidden)
         return 2 * n_rows * (n_steps + 1) * (recurrent + scored)
 
     def _decoding_count(self, n_rows, n_steps):

@@ -181,6 +181,117 @@ class SequenceEncoder(layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="skptr")
+class SetEncoder(layers.Layer):
+    """Embed each element, then run self-attention blocks that know no positions.
+
+    Each block is multi-head self-attention over the valid elements followed by a
+    two-layer feed-forward network, each with a residual connection and layer
+    normalisation (the encoder of Vaswani et al. 2017, without positional encodings, as
+    in the attention model of Kool, van Hoof and Welling 2019). Nothing depends on the
+    order of the elements: permuting the input permutes the encodings the same way and
+    leaves the decoder's initial state (the mean of the encodings) unchanged.
+
+    Parameters
+    ----------
+    hidden_size : int
+        Width of the embedding, of every block and of the encodings.
+    num_layers : int
+        Number of blocks, and of decoder layers to give an initial state.
+    n_heads : int
+        Attention heads per block, each ``max(1, hidden_size // n_heads)`` wide.
+    dropout : float
+        Dropout rate on the embedding and on each sublayer's output.
+    cell : {"lstm", "gru", "rnn"}
+        The decoder's cell, which sets the number of initial states per layer.
+    seed : int
+        Seed of the initial weights and of the dropout masks.
+    """
+
+    def __init__(
+        self, hidden_size, num_layers=1, n_heads=8, dropout=0.0, cell="lstm", seed=0, **kwargs
+    ):
+        super().__init__(**kwargs)
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.n_heads = n_heads
+        self.dropout = dropout
+        self.cell = cell
+        self.seed = int(seed)
+        seeds = SeedStream(self.seed)
+        self.embedding = dense_layer(hidden_size, seeds, name="embedding")
+        self.dropout_layer = layers.Dropout(dropout, seed=seeds.next())
+        self.blocks = []
+        for index in range(num_layers):
+            attention = layers.MultiHeadAttention(
+                n_heads,
+                max(1, hidden_size // n_heads),
+                kernel_initializer=seeds.glorot_uniform(),
+                name=f"self_attention_{index}",
+            )
+            expand = dense_layer(
+                4 * hidden_size, seeds, activation="relu", name=f"feed_forward_{index}_in"
+            )
+            contract = dense_layer(hidden_size, seeds, name=f"feed_forward_{index}_out")
+            norms = (
+                layers.LayerNormalization(name=f"attention_norm_{index}"),
+                layers.LayerNormalization(name=f"feed_forward_norm_{index}"),
+            )
+            self.blocks.append((attention, expand, contract, *norms))
+
+    @property
+    def output_size(self):
+        """Width ``D`` of the encodings and of the initial decoder states."""
+        return self.hidden_size
+
+    def call(self, values, mask, training=None):
+        """Encode padded sets.
+
+        Parameters
+        ----------
+        values : tensor of shape (n, T, F)
+        mask : bool tensor of shape (n, T)
+        training : bool, optional
+
+        Returns
+        -------
+        encodings : tensor of shape (n, T, D)
+        initial_states : list of lists of tensors of shape (n, D)
+            For each decoder layer: the mean of the valid encodings, and for the LSTM a
+            zero cell state.
+        """
+        hidden = self.dropout_layer(self.embedding(values), training=training)
+        n_positions = ops.shape(mask)[1]
+        # Every query, padding included, attends to the valid elements only.
+        attends_to = ops.broadcast_to(
+            mask[:, None, :], (ops.shape(mask)[0], n_positions, n_positions)
+        )
+        for attention, expand, contract, attention_norm, feed_forward_norm in self.blocks:
+            attended = attention(hidden, hidden, attention_mask=attends_to, training=training)
+            hidden = attention_norm(hidden + self.dropout_layer(attended, training=training))
+            changed = contract(expand(hidden))
+            hidden = feed_forward_norm(hidden + self.dropout_layer(changed, training=training))
+        weights = ops.cast(mask, hidden.dtype)[:, :, None]
+        pooled = ops.sum(hidden * weights, axis=1) / ops.maximum(ops.sum(weights, axis=1), 1.0)
+        states = [pooled, ops.zeros_like(pooled)] if STATES_PER_CELL[self.cell] == 2 else [pooled]
+        return hidden, [list(states) for _ in range(self.num_layers)]
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            hidden_size=self.hidden_size,
+            num_layers=self.num_layers,
+            n_heads=self.n_heads,
+            dropout=self.dropout,
+            cell=self.cell,
+            seed=self.seed,
+        )
+        return config
+
+
+ENCODERS = ("recurrent", "attention")
+
+
+@keras.saving.register_keras_serializable(package="skptr")
 class PointerAttention(layers.Layer):
     """Unnormalised pointer scores of decoder states over encoded positions.
 
@@ -263,6 +374,11 @@ class PointerNetwork(keras.Model):
     hidden_size, cell, bidirectional, num_layers, dropout
         See :class:`SequenceEncoder`; the decoder has ``num_layers`` layers of the
         same cell, each started from the final state of the matching encoder layer.
+    encoder : {"recurrent", "attention"}, default="recurrent"
+        :class:`SequenceEncoder`, or :class:`SetEncoder` with ``num_layers`` blocks
+        (``bidirectional`` then plays no part).
+    n_heads : int, default=8
+        Attention heads of the :class:`SetEncoder`.
     attention : {"additive", "dot", "general"}
         Pointer scorer, see :class:`PointerAttention`.
     glimpses : int
@@ -287,10 +403,16 @@ class PointerNetwork(keras.Model):
         glimpses=0,
         dropout=0.0,
         allow_end=False,
+        encoder="recurrent",
+        n_heads=8,
         seed=0,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        if encoder not in ENCODERS:
+            raise ValueError(f"encoder must be one of {ENCODERS}, got {encoder!r}.")
+        self.encoder_kind = encoder
+        self.n_heads = int(n_heads)
         self.hidden_size = hidden_size
         self.cell = cell
         self.bidirectional = bidirectional
@@ -301,15 +423,26 @@ class PointerNetwork(keras.Model):
         self.allow_end = allow_end
         self.seed = int(seed)
         seeds = SeedStream(self.seed)
-        self.encoder = SequenceEncoder(
-            hidden_size,
-            cell,
-            bidirectional,
-            num_layers,
-            dropout,
-            seed=seeds.next(),
-            name="encoder",
-        )
+        if encoder == "attention":
+            self.encoder = SetEncoder(
+                hidden_size,
+                num_layers,
+                self.n_heads,
+                dropout,
+                cell,
+                seed=seeds.next(),
+                name="encoder",
+            )
+        else:
+            self.encoder = SequenceEncoder(
+                hidden_size,
+                cell,
+                bidirectional,
+                num_layers,
+                dropout,
+                seed=seeds.next(),
+                name="encoder",
+            )
         width = self.encoder.output_size
         self.decoder_layers = [
             recurrent_layer(cell, width, seeds, return_sequences=True, name=f"decoder_{cell}_{i}")
@@ -478,6 +611,8 @@ class PointerNetwork(keras.Model):
             "glimpses": self.glimpses,
             "dropout": self.dropout,
             "allow_end": self.allow_end,
+            "encoder": self.encoder_kind,
+            "n_heads": self.n_heads,
             "seed": self.seed,
         }
 
