@@ -264,13 +264,15 @@ def pointer_budget(config, log):
     return rows
 
 
-def _budget_run(config, task, data, name, params, log):
+def _budget_run(config, task, data, name, params, log, random_state=0):
     """One row of :func:`pointer_budget`: train with ``params`` on ``data = (X, y,
     X_test, y_test)`` for the task's budget and score it."""
     X, y, X_test, y_test = data
     curve_X, curve_y = X_test[: config["n_curve"]], y_test[: config["n_curve"]]
     task_params = {key: _per_task(value, task) for key, value in params.items()}
-    est = PointerNetworkOrderer(**task_params, epochs=1, warm_start=True, random_state=0)
+    est = PointerNetworkOrderer(
+        **task_params, epochs=1, warm_start=True, random_state=random_state
+    )
     seconds = _per_task(config["seconds"], task)
     trained, curve = 0.0, []
     while trained < seconds:

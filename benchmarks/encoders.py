@@ -1,0 +1,62 @@
+"""Budget rows of the pointer network's attention encoder beside the existing ones.
+
+``python -m benchmarks.encoders [--tasks hull10 tsp10] [--seeds 0]`` trains the
+``"attention, cycle"`` preset (the cycles preset with ``encoder="attention"``) under
+the budget of ``pointer_budget`` and appends its rows to
+``benchmarks/results/pointer_budget.json`` (replacing earlier rows of the same task,
+preset and seed), so that the report compares it with the recurrent encoder's rows
+without training those again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from ._common import RESULTS_DIR, device_info, read_json, write_json
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", nargs="+", default=["hull10", "tsp10"])
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0])
+    parser.add_argument("--num-layers", type=int, default=2)
+    args = parser.parse_args(argv)
+
+    from . import budget, report
+    from .__main__ import CYCLES_PRESET, configuration
+
+    config = configuration(quick=False)["pointer_budget"]
+    preset = {**CYCLES_PRESET, "encoder": "attention", "num_layers": args.num_layers}
+    name = "attention, cycle"
+    path = RESULTS_DIR / "pointer_budget.json"
+    section = read_json(path)
+    note = (
+        ' The "attention, cycle" rows are measured by `python -m benchmarks.encoders`, '
+        "one task after another, alone on the machine (skptr_commit and random_state in "
+        "each row)."
+    )
+    if note not in section.get("note", ""):
+        section["note"] = section.get("note", "") + note
+    device = device_info()
+    for task in args.tasks:
+        data = (
+            *budget._training_pool(task, budget._per_task(config["n_train"], task)),
+            *budget._numpy_task(task, config["n_test"], seed=1000),
+        )
+        for seed in args.seeds:
+            row = budget._budget_run(config, task, data, name, preset, print, random_state=seed)
+            row.update(random_state=seed, skptr_commit=device["skptr_commit"])
+            section["results"] = [
+                r
+                for r in section["results"]
+                if (r["task"], r.get("settings"), r.get("random_state", 0)) != (task, name, seed)
+            ] + [row]
+            write_json(path, section)
+    report.write_report(RESULTS_DIR, docs=True)
+
+
+if __name__ == "__main__":
+    main()
