@@ -329,7 +329,8 @@ def _budget_blocks(section):
         table_rows.append(
             [
                 row["task"],
-                row.get("settings", "defaults"),
+                row.get("settings", "defaults")
+                + (f", random_state={row['random_state']}" if "random_state" in row else ""),
                 f"{row['seconds']:.0f} s, {row['epochs']} epochs of {row['n_train']:,}",
                 metric.replace("_", " "),
                 f"{row['greedy'][metric]:.3f}",
