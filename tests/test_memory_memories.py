@@ -435,7 +435,7 @@ def test_discrete_controller_equals_snapped_continuous_one(memory):
 
 
 @pytest.mark.parametrize("memory", ["stack", "deque"])
-def test_network_decodes_as_far_as_it_is_told_in_linear_memory(memory):
+def test_snapped_decoding_equals_the_continuous_memorys(memory):
     network = TransducerNetwork(3, 3, memory=memory, hidden_size=8, memory_width=4, seed=1)
     network.build()
     bias = np.asarray(network.readout.bias).copy()
@@ -443,10 +443,11 @@ def test_network_decodes_as_far_as_it_is_told_in_linear_memory(memory):
     network.readout.bias.assign(bias)
     rng = np.random.default_rng(0)
     source = rng.integers(3, 6, size=(2, 50)).astype("int32")
-    soft = np.asarray(network.decode(source, 60, snap=False))
-    snapped = np.asarray(network.decode(source, 60, snap=True))
-    assert snapped.shape == soft.shape == (2, 60)
-    assert (snapped > 0).all()
+    snapped = np.asarray(network.decode(source, 60, snap=True))  # the discrete memory
+    assert snapped.shape == (2, 60)
+    assert (snapped > 0).all()  # every step ran
+    over_slots = np.asarray(network.decode(source, 60, snap=True, discrete=False))
+    np.testing.assert_array_equal(snapped, over_slots)
     continuous = _snapped_continuous_decode(network, source, 60)
     np.testing.assert_array_equal(snapped, continuous)
 

@@ -162,38 +162,30 @@ def _pop(memory, pop_top, pop_bottom):
     )
 
 
-def _push_top(memory, push, slot, skipped):
-    """Link ``slot`` above the top and, where ``push``, make it the new top."""
-    m = memory
-    live = m.size > 0
-    slots = ops.full(ops.shape(m.top), slot, dtype="int32")
-    return m._replace(
-        linked_below=m.top,
-        above_at=ops.where(ops.logical_and(push, live), m.top, skipped),
-        above_link=slots,
-        bottom=ops.where(ops.logical_and(push, ops.logical_not(live)), slots, m.bottom),
-        top=ops.where(push, slots, m.top),
-        size=m.size + ops.cast(push, "int32"),
-    )
+def _push(memory, push, slot, skipped, end):
+    """Link ``slot`` beyond the ``end`` ("top" or "bottom") and, where ``push``, make it
+    the new end (and the other end too, where the memory was empty).
 
-
-def _push_bottom(memory, push, slot, skipped):
-    """Link ``slot`` below the bottom and, where ``push``, make it the new bottom.
-
-    Follows :func:`_push_top` in the same step, whose writes are pending too: the one
-    link the two may both write (``below`` at the top's slot, when the top pushed onto
-    an empty memory) is written by this one last.
+    The top's push links the new slot ``below`` and the old top ``above`` it; the
+    bottom's mirrors it. The bottom follows the top in the same step, and both writes
+    are pending: the one link both may write (``below`` at the top's slot, when the top
+    pushed onto an empty memory) is written by the bottom's last.
     """
+    other = "bottom" if end == "top" else "top"
+    inward, outward = ("below", "above") if end == "top" else ("above", "below")
     m = memory
     live = m.size > 0
-    slots = ops.full(ops.shape(m.bottom), slot, dtype="int32")
+    slots = ops.full(ops.shape(m.size), slot, dtype="int32")
+    old_end, old_other = getattr(m, end), getattr(m, other)
     return m._replace(
-        linked_above=m.bottom,
-        below_at=ops.where(ops.logical_and(push, live), m.bottom, skipped),
-        below_link=slots,
-        top=ops.where(ops.logical_and(push, ops.logical_not(live)), slots, m.top),
-        bottom=ops.where(push, slots, m.bottom),
-        size=m.size + ops.cast(push, "int32"),
+        **{
+            f"linked_{inward}": old_end,
+            f"{outward}_at": ops.where(ops.logical_and(push, live), old_end, skipped),
+            f"{outward}_link": slots,
+            other: ops.where(ops.logical_and(push, ops.logical_not(live)), slots, old_other),
+            end: ops.where(push, slots, old_end),
+            "size": m.size + ops.cast(push, "int32"),
+        }
     )
 
 
@@ -243,13 +235,13 @@ def discrete_memory_step(kind, memory, push, pop, value, step):
     memory = memory._replace(step=step, pushed=value)
     if kind == "deque":
         memory = _pop(memory, pop[:, 0], pop[:, 1])
-        memory = _push_top(memory, push[:, 0], slots[0], skipped)
-        memory = _push_bottom(memory, push[:, 1], slots[1], skipped)
+        memory = _push(memory, push[:, 0], slots[0], skipped, "top")
+        memory = _push(memory, push[:, 1], slots[1], skipped, "bottom")
         ends = (memory.top, memory.bottom)
     else:
         never = ops.zeros_like(pop[:, 0])
         memory = _pop(memory, *((pop[:, 0], never) if kind == "stack" else (never, pop[:, 0])))
-        memory = _push_top(memory, push[:, 0], slots[0], skipped)
+        memory = _push(memory, push[:, 0], slots[0], skipped, "top")
         ends = (memory.top if kind == "stack" else memory.bottom,)
     read = ops.concatenate([_read(memory, end, slots) for end in ends], axis=-1)
     return memory, read

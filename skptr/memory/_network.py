@@ -200,8 +200,8 @@ class TransducerNetwork(keras.Model):
             Output classes (0 = end token); entries after a sample's end token are 0.
         """
         controller = self.controller
-        discrete = bool(snap if discrete is None else discrete and snap)
-        discrete = discrete and self.memory is not None
+        discrete = snap if discrete is None else discrete
+        discrete = bool(snap and discrete) and self.memory is not None
         source = ops.cast(source, "int32")
         batch_size, source_steps = ops.shape(source)[0], ops.shape(source)[1]
         weights = controller.step_weights()

@@ -230,6 +230,9 @@ class RestartPlan:
     ----------
     outcomes : list of Outcome
         The runs tried, in order (the least stalled one retrained excluded).
+    leader : Outcome or None
+        The best scored run so far (ties keep the first), kept unless a later one is
+        exact or every run stalls.
     kept : Outcome or None
         The run kept, once the search is over.
     retraining : bool
@@ -241,6 +244,7 @@ class RestartPlan:
         self.settings = settings
         self.seeds = seeds
         self.outcomes = []
+        self.leader = None
         self.kept = None
         self._steps = settings.first_bptt_steps
         self.retraining = False
@@ -279,12 +283,12 @@ class RestartPlan:
         self.outcomes.append(outcome)
         any_stalled = any(o.stalled for o in self.outcomes)
         self._steps = self.settings.bptt_steps_after(self._steps, any_stalled)
+        if not outcome.stalled and (self.leader is None or outcome.score > self.leader.score):
+            self.leader = outcome
         if outcome.rounded == 1.0:
             self.kept = outcome
         elif len(self.outcomes) == len(self.settings.noise_starts):
-            scored = [o for o in self.outcomes if not o.stalled]
-            if scored:
-                self.kept = max(scored, key=lambda o: o.score)  # ties keep the first
+            self.kept = self.leader
 
     @property
     def scores(self):
@@ -405,7 +409,7 @@ def search_initialisations(estimator, data, seeds):
     judge = HeldOutJudge(TransducerCodec.of(estimator), held_out, settings)
     plan = RestartPlan(settings, seeds)
     networks = {}  # one network per truncation, its compiled steps reused by later runs
-    best = None  # the best scored run so far, and a snapshot of its network
+    leader = None  # a snapshot of the leading run's network, which later runs may train
     while (run := plan.next_run()) is not None:
         watch = None if plan.retraining else StalledStartWatch()
         candidate = train_run(
@@ -419,13 +423,11 @@ def search_initialisations(estimator, data, seeds):
         networks[run.state_bptt_steps] = candidate.network_
         stalled = watch is not None and watch.stalled
         outcome = Outcome(run, candidate, stalled, np.inf if watch is None else watch.best_loss)
-        if not stalled:
-            judge.assess(outcome)
-            if best is None or outcome.score > best[0].score:
-                best = (outcome, _NetworkSnapshot(candidate.network_))
-        plan.record(outcome)
-    if best is not None and plan.kept is best[0]:
-        best[1].restore()  # later runs may have trained the same network object
+        plan.record(outcome if stalled else judge.assess(outcome))
+        if plan.leader is outcome:
+            leader = _NetworkSnapshot(candidate.network_)
+    if leader is not None and plan.kept is plan.leader:
+        leader.restore()
     kept = plan.kept.candidate
     kept.snap_gates_ = plan.kept.snap
     kept.init_scores_ = plan.scores
