@@ -30,8 +30,11 @@ test test-jax: export JAX_COMPILATION_CACHE_DIR ?= $(abspath $(VENV))/jax-compil
 test test-jax: export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS ?= 0
 test test-jax: export JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES ?= 0
 
+# The multi-device tests run in a pytest process of their own, since the backends fix
+# their devices when they start (tests/devices/conftest.py sets up two virtual CPUs).
 test: $(STAMP)
-	$(PYTEST) --durations=15
+	$(PYTEST) --durations=15 --ignore=tests/devices
+	$(PYTEST) --durations=5 tests/devices
 	$(BIN)/ruff check .
 
 # The estimator, persistence, model-selection and learning tests on Keras' JAX backend,
@@ -46,6 +49,7 @@ JAX_TESTS ?= tests/test_pointer_estimator.py tests/test_pointer_network.py \
 
 test-jax: $(STAMP)
 	KERAS_BACKEND=jax $(PYTEST) --durations=15 $(JAX_TESTS)
+	KERAS_BACKEND=jax $(PYTEST) --durations=5 tests/devices
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

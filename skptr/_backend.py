@@ -29,6 +29,8 @@ __all__ = [
     "new_network_built",
     "out_of_memory_as_error",
     "quiet_retracing",
+    "replica_rows",
+    "replica_sum",
     "scan",
 ]
 
@@ -98,6 +100,47 @@ def scan(body, carry, per_step):
     return carry, tf.nest.map_structure(lambda b: b.stack(), buffers)
 
 
+def replica_sum(value):
+    """``value`` summed over the replicas of a distributed training step.
+
+    TensorFlow-specific: inside a step that a ``tf.distribute`` strategy runs on
+    several replicas, each replica sees its part of the batch, and this all-reduces
+    ``value`` over them. Elsewhere, and on JAX, where a distributed step is one
+    program over the whole batch, it returns ``value``.
+    """
+    if keras.backend.backend() != "tensorflow":
+        return value
+    import tensorflow as tf
+
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync < 2:
+        return value
+    return context.all_reduce("sum", value)
+
+
+def replica_rows(draw, shape):
+    """``draw(shape)``, a random draw whose first axis is the batch, for the rows of
+    the batch that this replica holds.
+
+    TensorFlow-specific: under a ``tf.distribute`` strategy every replica runs the
+    step on its part of the batch with the same seed state, so each would draw the
+    same numbers for different samples. Each replica instead draws for the whole batch
+    and keeps its own rows: the batch gets the numbers one device draws. Elsewhere,
+    and on JAX, this is ``draw(shape)``.
+    """
+    if keras.backend.backend() != "tensorflow":
+        return draw(shape)
+    import tensorflow as tf
+
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync < 2:
+        return draw(shape)
+    rows = shape[0]
+    start = context.replica_id_in_sync_group * rows
+    whole = draw((rows * context.num_replicas_in_sync, *shape[1:]))
+    return whole[start : start + rows]
+
+
 class DenseGradientAdam(keras.optimizers.Adam):
     """Adam that sums TensorFlow's sparse gradients into dense ones before its update.
 
@@ -106,7 +149,8 @@ class DenseGradientAdam(keras.optimizers.Adam):
     its second moment, so a token seen ``k`` times in a batch gets the sum of ``k``
     squares instead of the square of its summed gradient, and its step differs from
     the one JAX, whose gradients are dense, computes from the same weights. Summing the
-    rows first gives every backend the same, textbook, update.
+    rows first gives every backend the same, textbook, update. Gradients are clipped
+    as one device would clip them, also under a ``tf.distribute`` strategy.
     """
 
     def apply(self, grads, trainable_variables=None):
@@ -117,6 +161,33 @@ class DenseGradientAdam(keras.optimizers.Adam):
                 tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads
             ]
         return super().apply(grads, trainable_variables)
+
+    def _clip_gradients(self, grads):
+        """Clip the gradients of the whole batch, also under a ``tf.distribute``
+        strategy.
+
+        TensorFlow-specific: Keras clips each replica's part of the gradients before
+        it adds them up across replicas, which clips a different gradient than one
+        device does. Under a strategy of several replicas, the gradients are summed
+        first, clipped, and each replica keeps an equal share of the result for Keras'
+        sum.
+        """
+        if not (self.clipnorm or self.global_clipnorm or self.clipvalue):
+            return grads
+        if keras.backend.backend() != "tensorflow":
+            return super()._clip_gradients(grads)
+        import tensorflow as tf
+
+        context = tf.distribute.get_replica_context()
+        if context is None or context.num_replicas_in_sync < 2:
+            return super()._clip_gradients(grads)
+        present = [i for i, g in enumerate(grads) if g is not None]
+        summed = context.all_reduce("sum", [grads[i] for i in present])
+        share = 1.0 / context.num_replicas_in_sync
+        clipped = list(grads)
+        for i, g in zip(present, super()._clip_gradients(summed), strict=True):
+            clipped[i] = g * share
+        return clipped
 
 
 @contextlib.contextmanager

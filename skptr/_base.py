@@ -41,11 +41,13 @@ from typing import ClassVar
 import keras
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.base import clone as sklearn_clone
 from sklearn.utils._param_validation import Interval, InvalidParameterError
 from sklearn.utils.validation import check_is_fitted
 
 from . import _backend, _schema
-from ._batches import ShuffledBatches, held_out_split
+from ._batches import ShuffledBatches, held_out_split, inference_rows
+from ._devices import ALL_DEVICES, placement_of
 from ._limits import MAX_COUNT, check_memory
 from ._persistence import save as _save_estimator
 from ._random import SeedStream, draw_seed
@@ -320,6 +322,10 @@ class SequenceEstimatorBase(BaseEstimator):
         appends to ``history_``) instead of building a new one.
     callbacks : list of keras.callbacks.Callback or None
         Extra Keras callbacks passed to ``fit``.
+    devices : None, "all", keras.distribution.DataParallel or tf.distribute.Strategy
+        Where training and inference run (see :mod:`skptr._devices`): one device, every
+        local device, or the backend's distribution or strategy object, with each
+        batch split over its replicas.
     """
 
     _parameter_constraints: ClassVar[dict] = {
@@ -334,6 +340,7 @@ class SequenceEstimatorBase(BaseEstimator):
         "verbose": ["verbose"],
         "warm_start": ["boolean"],
         "callbacks": [list, tuple, None],
+        "devices": "no_validation",
     }
 
     #: The hyperparameters the network is built from. ``fit`` records their values in
@@ -411,7 +418,36 @@ class SequenceEstimatorBase(BaseEstimator):
         its weights fit in memory."""
         self._check_network_memory()
         _backend.new_network_built()
-        return self._as_fitted()._build_network(seed)
+        with self._placement().scope():
+            return self._as_fitted()._build_network(seed)
+
+    def _placement(self):
+        """Where the estimator runs (a :class:`~skptr._devices.Placement`)."""
+        return placement_of(getattr(self, "devices", None), type(self).__name__)
+
+    def _check_split(self, batch_size):
+        """Raise a ``ValueError`` unless training batches of ``batch_size`` samples
+        split evenly over the replicas."""
+        n_replicas = self._placement().n_replicas
+        if batch_size % n_replicas:
+            raise ValueError(
+                f"{type(self).__name__}: the training batches hold {batch_size} samples "
+                f"(batch_size={self.batch_size}), which do not split evenly over the "
+                f"{n_replicas} replicas of devices={self.devices!r}; use a batch_size "
+                f"that is a multiple of {n_replicas} (and at most the number of training "
+                "samples)."
+            )
+
+    def _inference_rows(self, n_samples, batch_size):
+        """Rows to pad an inference call of ``n_samples`` to (see
+        :func:`~skptr._batches.inference_rows`), a multiple of the replicas."""
+        placement = self._placement()
+        return placement.rows(inference_rows(n_samples, placement.rows(batch_size)))
+
+    def _predict_on_batch(self, model, inputs, n_rows):
+        """``model``'s outputs for one padded batch of ``n_rows`` rows, split over the
+        replicas when there are several."""
+        return self._placement().predict(model, inputs, n_rows)
 
     def _check_memory(self, what, n_numbers, **sizes):
         """:func:`~skptr._limits.check_memory`, naming the network's hyperparameters and
@@ -456,6 +492,14 @@ class SequenceEstimatorBase(BaseEstimator):
                         f"The {name!r} parameter of {owner} must be a finite number that a "
                         f"float can hold. Got {reprlib.repr(value)} instead."
                     )
+        devices = getattr(self, "devices", None)
+        if isinstance(devices, str) and devices != ALL_DEVICES:
+            raise InvalidParameterError(
+                f"The 'devices' parameter of {owner} must be None, {ALL_DEVICES!r}, a "
+                "keras.distribution.DataParallel (JAX) or a tf.distribute strategy "
+                f"(TensorFlow). Got {devices!r} instead."
+            )
+        self._placement()
         for index, callback in enumerate(self.callbacks or ()):
             if not isinstance(callback, keras.callbacks.Callback):
                 raise InvalidParameterError(
@@ -501,7 +545,7 @@ class SequenceEstimatorBase(BaseEstimator):
         snapshot = _NetworkSnapshot(self.network_) if warm else None
         seeds = SeedStream(draw_seed(self.random_state))
         try:
-            with _backend.out_of_memory_as_error(self):
+            with _backend.out_of_memory_as_error(self), self._placement().scope():
                 trial._fit_trial(X, y, warm=warm, seeds=seeds)
         except BaseException:
             if snapshot is not None:
@@ -563,8 +607,10 @@ class SequenceEstimatorBase(BaseEstimator):
             self.history_ = {}
             if reuse is not None:
                 self.network_ = _reinitialised(reuse, self.network_, self.learning_rate)
+        placement = self._placement()
         data, validation = self._split_validation(data, split_seed)
         batches = self._training_batches(data, self.batch_size, batches_seed)
+        self._check_split(batches.batch_size)
         if not (warm or reuse is not None) or getattr(self.network_, "optimizer", None) is None:
             self._compile(self.epochs * len(batches), data.n_steps)
         self._set_steps_per_execution()
@@ -572,6 +618,7 @@ class SequenceEstimatorBase(BaseEstimator):
             batches.dataset(),
             epochs=int(self.epochs),
             validation_data=None if validation is None else validation[:2],
+            validation_batch_size=int(self.batch_size) if placement.distributed else None,
             callbacks=[
                 *batches.callbacks(),
                 *self._fit_callbacks(validation is not None),
@@ -587,6 +634,10 @@ class SequenceEstimatorBase(BaseEstimator):
     def _compile(self, n_steps, length):
         policy = COMPILE_POLICY[keras.backend.backend()]
         mode = policy.training_mode(self._jit_training, n_steps, length)
+        if self._placement().distributed and keras.backend.backend() == "tensorflow":
+            # TensorFlow-specific: a strategy runs its replicas in a graph, and an XLA
+            # step cannot reach the replicas' variables on other devices.
+            mode = "graph"
         optimizer = _backend.DenseGradientAdam(
             learning_rate=float(self.learning_rate),
             clipnorm=None if self.clipnorm is None else float(self.clipnorm),
@@ -604,6 +655,8 @@ class SequenceEstimatorBase(BaseEstimator):
         steps = COMPILE_POLICY[keras.backend.backend()].steps_per_execution
         if any(_has_batch_hooks(callback) for callback in self.callbacks or []):
             steps = 1
+        if self._placement().distributed:
+            steps = 1
         if self.network_.steps_per_execution != steps:
             self.network_.steps_per_execution = steps
             self.network_.train_function = None  # rebuilt by the next fit
@@ -613,13 +666,27 @@ class SequenceEstimatorBase(BaseEstimator):
             return data, None
         n_samples = len(data.lengths)
         n_validation = round(self.validation_fraction * n_samples)
+        n_replicas = self._placement().n_replicas
+        n_validation -= n_validation % n_replicas  # whole batches on every replica
         if n_validation < 1 or n_validation >= n_samples:
             raise ValueError(
                 f"validation_fraction={self.validation_fraction} leaves "
                 f"{n_validation} of {n_samples} samples for validation; it needs at least "
-                "one sample on each side."
+                "one sample on each side (and a multiple of the replicas of devices)."
             )
         return held_out_split(data, n_validation, seed)
+
+    def __sklearn_clone__(self):
+        devices = getattr(self, "devices", None)
+        if devices is None or isinstance(devices, str):
+            return super().__sklearn_clone__()
+        # A strategy or distribution is a handle on the devices, shared by the clones
+        # (as Keras shares it between models), not copied.
+        template = self._shallow_copy()
+        template.devices = None
+        copy = sklearn_clone(template)
+        copy.devices = devices
+        return copy
 
     def _shallow_copy(self):
         """A copy of the estimator sharing its attributes (a disposable fit trial)."""
@@ -667,9 +734,10 @@ class SequenceEstimatorBase(BaseEstimator):
         jit = policy.inference_jit(self._jit_inference, n_rows, length)
         models = _INFERENCE_MODELS.setdefault(self.network_, {})
         if (key, jit) not in models:
-            model = build(self.network_)
-            if jit:
-                model.compile(jit_compile=True)
+            with self._placement().scope():
+                model = build(self.network_)
+                if jit:
+                    model.compile(jit_compile=True)
             models[key, jit] = model
         return models[key, jit]
 
@@ -695,6 +763,8 @@ class SequenceEstimatorBase(BaseEstimator):
 
     def __getstate__(self):
         state = dict(super().__getstate__())
+        if not (state.get("devices") is None or isinstance(state["devices"], str)):
+            state["devices"] = None  # a backend's strategy belongs to its process
         network = state.pop("network_", None)
         if network is not None:
             state["_network_weights"] = [np.asarray(w) for w in network.get_weights()]
@@ -707,6 +777,7 @@ class SequenceEstimatorBase(BaseEstimator):
         # of that time.
         for name, value in self._network_params_before.items():
             state.setdefault(name, value)
+        state.setdefault("devices", None)
         if weights is not None and "network_params_" not in state:
             # Pickled before fitted models recorded their network's hyperparameters.
             state["network_params_"] = {name: state[name] for name in self._network_params}

@@ -243,6 +243,8 @@ def save(estimator, path):
             "callbacks cannot be stored in the skptr file format; set callbacks=None "
             "before saving (they only matter during fit)."
         )
+    if not (params.get("devices") is None or isinstance(params["devices"], str)):
+        params["devices"] = None  # a backend's strategy belongs to its process
     metadata = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
-from .._backend import scan
+from .._backend import replica_rows, scan
 from .._random import SeedStream
 from ._discrete import discrete_memory_step, initial_discrete_memory
 from ._memories import initial_memory, memory_ends, memory_step, push_biases
@@ -443,10 +443,11 @@ class MemoryController(keras.layers.Layer):
         state = self.get_initial_state(batch_size, n_steps)
         noise = None
         if training and self.seed_generator is not None:
-            noise = keras.random.normal(
+            noise = replica_rows(
+                lambda shape: keras.random.normal(
+                    shape, dtype=self.compute_dtype, seed=self.seed_generator
+                ),
                 (batch_size, n_steps, 2 * self.n_ends),
-                dtype=self.compute_dtype,
-                seed=self.seed_generator,
             )
             noise = noise * (self.gate_noise * ops.cast(self.gate_noise_scale, noise.dtype))
         _, outputs = self.run(

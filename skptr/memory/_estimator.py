@@ -14,14 +14,14 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .. import _schema
 from .._backend import quiet_retracing
 from .._base import SequenceEstimatorBase
-from .._batches import inference_rows, power_of_two_at_least
+from .._batches import power_of_two_at_least
 from .._limits import MAX_COUNT, MAX_INITIALISATIONS, MAX_WIDTH
 from .._sequences import check_token_sequences
 from ..metrics import _checked_fine_accuracy
 from ._codec import TransducerCodec
 from ._curriculum import CurriculumBatches
 from ._memories import unpadded_slots
-from ._network import GreedyDecoder, TransducerNetwork
+from ._network import GreedyDecoder, TokenCrossentropy, TransducerNetwork
 from ._restarts import network_settings, search_initialisations
 
 __all__ = ["NeuralStackTransducer"]
@@ -174,6 +174,17 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         Extra Keras callbacks for training. On TensorFlow, training runs 32 steps per
         call into the compiled function unless one of these callbacks has per-batch
         hooks (``on_train_batch_end`` ...), which then see every batch.
+    devices : None, "all", keras.distribution.DataParallel or tf.distribute.Strategy, \
+            default=None
+        Where training and inference run. None: one device, as Keras places it.
+        ``"all"``: data-parallel over every local device of the backend (its GPUs, or
+        its CPU devices if it has no GPU). A ``keras.distribution.DataParallel`` (JAX)
+        or a ``tf.distribute`` strategy (TensorFlow: ``MirroredStrategy``,
+        ``MultiWorkerMirroredStrategy``, ``OneDeviceStrategy``) is used as is, e.g. to
+        train over several hosts. Every batch is split over the replicas, so
+        ``batch_size`` (a multiple of their number) stays the global batch size.
+        Pickles and files store an object as None. See the user guide's page
+        "Scaling out".
 
     Attributes
     ----------
@@ -306,6 +317,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         verbose=0,
         warm_start=False,
         callbacks=None,
+        devices=None,
     ):
         self.memory = memory
         self.cell = cell
@@ -334,6 +346,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         self.verbose = verbose
         self.warm_start = warm_start
         self.callbacks = callbacks
+        self.devices = devices
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -370,7 +383,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         return network
 
     def _loss(self):
-        return keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=-1)
+        return TokenCrossentropy()
 
     def _memory_ends(self):
         return {None: 0, "stack": 1, "queue": 1, "deque": 2}[self.memory]
@@ -449,7 +462,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         outputs = [None] * len(source_ids)
         for start in range(0, len(order), chunk):
             members = order[start : start + chunk]
-            n_rows = inference_rows(len(members), chunk)
+            n_rows = self._inference_rows(len(members), chunk)
             sources = codec.left_padded([source_ids[i] for i in members], n_rows)
             limit = codec.output_limit(lengths[members].max(), self.max_output_length)
             canvas = np.zeros((n_rows, power_of_two_at_least(limit + 1)), dtype=np.int32)
@@ -460,7 +473,9 @@ class NeuralStackTransducer(SequenceEstimatorBase):
                 sources.shape[1] + canvas.shape[1],
             )
             with quiet_retracing():
-                classes = decoder.predict_on_batch({"source": sources, "canvas": canvas})
+                classes = self._predict_on_batch(
+                    decoder, {"source": sources, "canvas": canvas}, n_rows
+                )
             classes = np.asarray(classes)
             for row, i in enumerate(members):
                 outputs[i] = codec.output_ids(classes[row], limit)
@@ -561,7 +576,8 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         output_ids = self._decode(codec, source_ids)
         streams = [codec.trace_stream(s, o) for s, o in zip(source_ids, output_ids, strict=True)]
         self._check_trace_length([len(s) for s in streams], max_steps, "input and output")
-        padded = codec.left_padded(streams)
+        n_rows = self._placement().rows(len(streams))
+        padded = codec.left_padded(streams, n_rows)
         view = self._as_fitted()
         view._check_memory(
             "the traces",
@@ -570,9 +586,10 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         )
         with quiet_retracing():
             snap = self.snap_gates_
-            traces = self._inference_model(
+            tracer = self._inference_model(
                 ("traces", snap), lambda network: _Traces(network, snap_gates=snap)
-            ).predict_on_batch(padded)
+            )
+            traces = self._predict_on_batch(tracer, padded, n_rows)
         traces = {key: np.asarray(value) for key, value in traces.items()}
         n_steps = padded.shape[1]
         results = []

@@ -20,10 +20,18 @@ from __future__ import annotations
 import keras
 from keras import layers, ops
 
+from .._backend import replica_sum
 from .._random import SeedStream
 from ._controller import MemoryController
 
-__all__ = ["FIRST_INPUT_ID", "PAD", "SEPARATOR", "UNKNOWN", "TransducerNetwork"]
+__all__ = [
+    "FIRST_INPUT_ID",
+    "PAD",
+    "SEPARATOR",
+    "UNKNOWN",
+    "TokenCrossentropy",
+    "TransducerNetwork",
+]
 
 PAD = 0
 SEPARATOR = 1
@@ -260,6 +268,30 @@ class TransducerNetwork(keras.Model):
             seed=self.seed,
         )
         return config
+
+
+@keras.saving.register_keras_serializable(package="skptr")
+class TokenCrossentropy(keras.losses.Loss):
+    """Mean cross-entropy of a batch's target tokens, padding (-1) excluded.
+
+    The mean is taken over the tokens of the whole batch, also when a ``tf.distribute``
+    strategy splits it over replicas: each replica divides its sum by the batch's
+    token count, so that the gradients the replicas add up are those of one device.
+    (Keras' masked mean divides by each replica's own count, which weights the tokens
+    of short sequences differently.)
+    """
+
+    def __init__(self, name="token_crossentropy", **kwargs):
+        kwargs.setdefault("reduction", "sum")
+        super().__init__(name=name, **kwargs)
+
+    def call(self, y_true, y_pred):
+        y_true = ops.cast(y_true, "int32")
+        real = ops.cast(y_true >= 0, y_pred.dtype)
+        losses = ops.sparse_categorical_crossentropy(
+            ops.maximum(y_true, 0), y_pred, from_logits=True
+        )
+        return losses * real / ops.maximum(replica_sum(ops.sum(real)), 1.0)
 
 
 @keras.saving.register_keras_serializable(package="skptr")

@@ -11,7 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._backend import quiet_retracing
 from .._base import SequenceEstimatorBase
-from .._batches import inference_rows, power_of_two_at_most, take
+from .._batches import power_of_two_at_most, take
 from .._limits import MAX_DEPTH, MAX_WIDTH
 from .._sequences import check_orderings
 from ..metrics import _checked_position_accuracy
@@ -143,6 +143,17 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         Extra Keras callbacks for training. On TensorFlow, training runs 32 steps per
         call into the compiled function unless one of these callbacks has per-batch
         hooks (``on_train_batch_end`` ...), which then see every batch.
+    devices : None, "all", keras.distribution.DataParallel or tf.distribute.Strategy, \
+            default=None
+        Where training and inference run. None: one device, as Keras places it.
+        ``"all"``: data-parallel over every local device of the backend (its GPUs, or
+        its CPU devices if it has no GPU). A ``keras.distribution.DataParallel`` (JAX)
+        or a ``tf.distribute`` strategy (TensorFlow: ``MirroredStrategy``,
+        ``MultiWorkerMirroredStrategy``, ``OneDeviceStrategy``) is used as is, e.g. to
+        train over several hosts. Every batch is split over the replicas, so
+        ``batch_size`` (a multiple of their number) stays the global batch size.
+        Pickles and files store an object as None. See the user guide's page
+        "Scaling out".
 
     Attributes
     ----------
@@ -237,6 +248,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         verbose=0,
         warm_start=False,
         callbacks=None,
+        devices=None,
     ):
         self.hidden_size = hidden_size
         self.cell = cell
@@ -262,6 +274,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         self.verbose = verbose
         self.warm_start = warm_start
         self.callbacks = callbacks
+        self.devices = devices
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -371,14 +384,16 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         """Orderings and distributions of validated sequences."""
         view = self._as_fitted()
         beams = self._beams(sequences.max_length)
-        batch_size = self._decoder_batch_size(sequences.max_length, beams)
+        batch_size = self._placement().rows(
+            self._decoder_batch_size(sequences.max_length, beams)
+        )
         view._check_memory(
             "decoding",
             view._decoding_count(batch_size * beams, sequences.max_length),
             longest_sequence=sequences.max_length,
             beams=beams,
         )
-        n_rows = inference_rows(sequences.n_samples, batch_size)
+        n_rows = self._inference_rows(sequences.n_samples, batch_size)
         decoder = self._inference_model(
             ("decoder", self.decode, beams),
             lambda network: PointerDecoder(network, method=self.decode, beam_width=beams),
@@ -390,7 +405,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         with quiet_retracing():
             for start in range(0, n_rows, batch_size):
                 batch = take(inputs, slice(start, start + batch_size))
-                batches.append(decoder.predict_on_batch(batch))
+                batches.append(self._predict_on_batch(decoder, batch, batch_size))
         outputs = {
             key: np.concatenate([np.asarray(b[key]) for b in batches]) for key in batches[0]
         }

@@ -1,0 +1,236 @@
+"""Data-parallel fits and inference over two virtual CPU devices (see conftest.py)."""
+
+import functools
+import json
+import os
+import pickle
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+from skptr import NeuralStackTransducer, PointerNetworkOrderer, load
+
+BACKEND = keras.backend.backend()
+
+
+@functools.cache
+def _strategy():
+    """The backend's own data-parallel object over both virtual devices, one per
+    process.
+
+    TensorFlow keys the collective operations of its strategies per process: two
+    ``MirroredStrategy`` objects over the same devices would reuse each other's keys,
+    so this one takes keys of its own (``_collective_key_base``, which TensorFlow
+    provides for tests), apart from those of ``devices="all"``.
+    """
+    if BACKEND == "jax":
+        return keras.distribution.DataParallel(devices=keras.distribution.list_devices())
+    import tensorflow as tf
+
+    class SeparateKeys(tf.distribute.MirroredStrategy):
+        _collective_key_base = 100_000
+
+    return SeparateKeys(["/cpu:0", "/cpu:1"])
+
+
+def _ragged_points(n_samples, seed):
+    rng = np.random.default_rng(seed)
+    X = [rng.random((rng.integers(3, 9), 2)) for _ in range(n_samples)]
+    y = [np.argsort(x[:, 0]) for x in X]
+    return X, y
+
+
+def _strings(n_samples, seed):
+    rng = np.random.default_rng(seed)
+    X = ["".join(rng.choice(list("abc"), size=rng.integers(1, 9))) for _ in range(n_samples)]
+    return X, [x[::-1] for x in X]
+
+
+def _assert_same_weights(a, b, atol):
+    assert len(a) == len(b)
+    for x, y in zip(a, b, strict=True):
+        np.testing.assert_allclose(x, y, atol=atol)
+
+
+def test_all_devices_is_the_backends_data_parallel_machinery():
+    placement = PointerNetworkOrderer(devices="all")._placement()
+    assert placement.n_replicas == 2
+    if BACKEND == "jax":
+        assert isinstance(placement.strategy, keras.distribution.DataParallel)
+    else:
+        assert type(placement.strategy).__name__ == "MirroredStrategy"
+    assert PointerNetworkOrderer()._placement().n_replicas == 1
+
+
+def test_pointer_network_on_two_devices_matches_one_device():
+    X, y = _ragged_points(192, seed=0)
+    settings = dict(
+        hidden_size=16,
+        epochs=3,
+        batch_size=16,
+        validation_fraction=1 / 6,
+        early_stopping=True,
+        random_state=3,
+    )
+    one = PointerNetworkOrderer(**settings).fit(X, y)
+    two = PointerNetworkOrderer(devices="all", **settings).fit(X, y)
+    for key in ("loss", "val_loss"):
+        np.testing.assert_allclose(two.history_[key], one.history_[key], rtol=1e-4)
+    _assert_same_weights(two.network_.get_weights(), one.network_.get_weights(), atol=1e-4)
+    X_test, y_test = _ragged_points(37, seed=1)
+    np.testing.assert_array_equal(two.predict(X_test), one.predict(X_test))
+    np.testing.assert_allclose(two.predict_proba(X_test), one.predict_proba(X_test), atol=1e-5)
+    assert two.score(X_test, y_test) == one.score(X_test, y_test)
+    for est in (one, two):
+        est.set_params(decode="beam", beam_width=3)
+    np.testing.assert_array_equal(two.predict(X_test), one.predict(X_test))
+    for est in (one, two):
+        est.set_params(warm_start=True, epochs=1).fit(X, y)
+    _assert_same_weights(two.network_.get_weights(), one.network_.get_weights(), atol=1e-4)
+
+
+def test_transducer_on_two_devices_matches_one_device():
+    # Sequences of mixed lengths (the replicas hold different numbers of tokens), gate
+    # noise from the first epoch, clipped gradients and two initialisations.
+    X, y = _strings(128, seed=0)
+    settings = dict(
+        hidden_size=16,
+        embedding_dim=8,
+        memory_width=8,
+        epochs=4,
+        batch_size=16,
+        n_init=2,
+        gate_noise=0.5,
+        gate_noise_start=0.0,
+        clipnorm=0.5,
+        random_state=0,
+    )
+    one = NeuralStackTransducer(**settings).fit(X, y)
+    two = NeuralStackTransducer(devices="all", **settings).fit(X, y)
+    np.testing.assert_allclose(two.history_["loss"], one.history_["loss"], rtol=1e-4)
+    _assert_same_weights(two.network_.get_weights(), one.network_.get_weights(), atol=1e-4)
+    X_test, _ = _strings(21, seed=1)
+    assert two.predict(X_test).tolist() == one.predict(X_test).tolist()
+    for a, b in zip(two.memory_trace(X_test[:5]), one.memory_trace(X_test[:5]), strict=True):
+        np.testing.assert_allclose(a["strengths"], b["strengths"], atol=1e-5)
+
+
+def test_a_strategy_given_by_the_user_is_used_and_shared_by_clones():
+    strategy = _strategy()
+    X, y = _ragged_points(64, seed=2)
+    est = PointerNetworkOrderer(hidden_size=8, epochs=1, batch_size=16, random_state=0)
+    given = clone(est.set_params(devices=strategy))
+    assert given.devices is strategy
+    assert given._placement().strategy is strategy
+    given.fit(X, y)
+    every = clone(est).set_params(devices="all").fit(X, y)
+    np.testing.assert_array_equal(given.predict(X), every.predict(X))
+    restored = pickle.loads(pickle.dumps(given))
+    assert restored.devices is None  # a strategy belongs to its process
+    np.testing.assert_array_equal(restored.predict(X), given.predict(X))
+
+
+def test_batches_that_do_not_split_evenly_fail_before_training():
+    X, y = _ragged_points(64, seed=3)
+    est = PointerNetworkOrderer(hidden_size=8, epochs=1, batch_size=16, devices="all")
+    est.fit(X, y)
+    weights = est.network_.get_weights()
+    with pytest.raises(ValueError, match=r"hold 15 samples .* multiple of 2"):
+        est.set_params(batch_size=15, warm_start=True).fit(X, y)
+    _assert_same_weights(est.network_.get_weights(), weights, atol=0)
+    assert est.n_iter_ == 1
+
+
+def test_unusable_devices_fail_with_a_clear_error():
+    est = PointerNetworkOrderer(epochs=1)
+    X, y = _ragged_points(8, seed=4)
+    with pytest.raises(ValueError, match=r"'devices' parameter .* Got 'gpu'"):
+        est.set_params(devices="gpu").fit(X, y)
+    with pytest.raises(TypeError, match=r"got a builtins\.object"):
+        est.set_params(devices=object()).fit(X, y)
+    if BACKEND == "jax":
+        import tensorflow as tf
+
+        wrong = tf.distribute.OneDeviceStrategy("/cpu:0")
+        message = "tf.distribute strategy drives the TensorFlow backend only"
+    else:
+        wrong = keras.distribution.DataParallel(devices=["cpu:0", "cpu:1"])
+        message = "needs the JAX backend"
+    with pytest.raises(TypeError, match=message):
+        est.set_params(devices=wrong).fit(X, y)
+    assert not hasattr(est, "network_")
+
+
+def test_fits_on_two_devices_are_quiet(capfd):
+    X, y = _strings(32, seed=5)
+    NeuralStackTransducer(
+        hidden_size=8, embedding_dim=4, memory_width=4, epochs=1, n_init=1, devices="all"
+    ).fit(X, y).predict(X)
+    captured = capfd.readouterr()
+    assert captured.out == ""
+    assert captured.err == ""
+
+
+_PREDICT_IN_ONE_DEVICE_PROCESS = """
+import json, sys
+import numpy as np
+import skptr
+directory = sys.argv[1]
+data = json.load(open(f"{directory}/inputs.json"))
+orderer = skptr.load(f"{directory}/orderer.skptr")
+transducer = skptr.load(f"{directory}/transducer.skptr")
+X = [np.asarray(x) for x in data["points"]]
+json.dump(
+    {
+        "devices": [orderer.devices, transducer.devices],
+        "orderer": orderer.predict(X).tolist(),
+        "transducer": transducer.predict(data["strings"]).tolist(),
+    },
+    open(f"{directory}/outputs.json", "w"),
+)
+"""
+
+
+def test_models_fitted_on_two_devices_load_in_a_one_device_process(tmp_path):
+    X, y = _ragged_points(64, seed=6)
+    orderer = PointerNetworkOrderer(
+        hidden_size=8, epochs=2, batch_size=16, random_state=0, devices=_strategy()
+    ).fit(X, y)
+    strings, reversed_strings = _strings(64, seed=6)
+    transducer = NeuralStackTransducer(
+        hidden_size=8,
+        embedding_dim=4,
+        memory_width=4,
+        epochs=2,
+        batch_size=16,
+        n_init=1,
+        random_state=0,
+        devices="all",
+    ).fit(strings, reversed_strings)
+    orderer.save(tmp_path / "orderer.skptr")
+    transducer.save(tmp_path / "transducer.skptr")
+    assert load(tmp_path / "orderer.skptr").devices is None
+    (tmp_path / "inputs.json").write_text(
+        json.dumps({"points": [x.tolist() for x in X], "strings": strings})
+    )
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("XLA_FLAGS", "PYTEST_XDIST_WORKER")
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", _PREDICT_IN_ONE_DEVICE_PROCESS, str(tmp_path)],
+        env={**env, "TF_CPP_MIN_LOG_LEVEL": "3"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    outputs = json.loads((tmp_path / "outputs.json").read_text())
+    assert outputs["devices"] == [None, "all"]
+    assert outputs["orderer"] == orderer.predict(X).tolist()
+    assert outputs["transducer"] == transducer.predict(strings).tolist()
