@@ -384,9 +384,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         """Orderings and distributions of validated sequences."""
         view = self._as_fitted()
         beams = self._beams(sequences.max_length)
-        batch_size = self._placement().rows(
-            self._decoder_batch_size(sequences.max_length, beams)
-        )
+        batch_size = self._placement().rows(self._decoder_batch_size(sequences.max_length, beams))
         view._check_memory(
             "decoding",
             view._decoding_count(batch_size * beams, sequences.max_length),
