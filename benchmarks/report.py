@@ -370,6 +370,7 @@ SPEED_SECTIONS = (
     "transducer_speed",
     "transducer_decoding",
     "transducer_restarts",
+    "two_devices",
     "sklearn_overhead",
 )
 
@@ -822,6 +823,44 @@ def build_blocks(data, run):
         blocks.append(
             table(
                 ["backend", "n_init", "runs", "samples \u00d7 epochs", "fit, s", "vs first"],
+                body,
+            )
+        )
+
+    if any(k.startswith("two_devices") for k in data):
+        rows = _speed_rows(data, "two_devices")
+        blocks.append(heading("One device against two virtual CPU devices", 3))
+        blocks.append(
+            para(
+                '`devices=None` against `devices="all"` over two virtual CPU devices '
+                "(JAX: `--xla_force_host_platform_device_count=2`; TensorFlow: two logical "
+                "CPU devices and a `MirroredStrategy`), in one process, same data and "
+                "`random_state`. The two devices share the same cores, so these rows show "
+                "that every batch is split and what the split costs, not a speed-up. No "
+                "GPU was available for these measurements."
+            )
+        )
+        body = [
+            [
+                r["backend"],
+                r["model"],
+                r["replicas"],
+                f"{r['train_seq_per_s']:,.0f}",
+                f"{r['greedy_seq_per_s']:,.0f}",
+                "yes" if r["same_predictions"] else "no",
+            ]
+            for r in rows
+        ]
+        blocks.append(
+            table(
+                [
+                    "backend",
+                    "model",
+                    "devices",
+                    "training, seq/s",
+                    "greedy, seq/s",
+                    "same predictions",
+                ],
                 body,
             )
         )

@@ -550,3 +550,48 @@ def _overhead_row(name, estimator, X, y, config):
         "estimator_seconds": sk_seconds,
         "keras_seconds": keras_seconds,
     }
+
+
+def two_devices(config, log):
+    """Training and greedy decoding on one device against two virtual CPU devices.
+
+    Runs :mod:`benchmarks._two_devices` in a process of its own (the backend must be
+    told about the virtual devices before it starts), on the backend of this process.
+    On one machine's CPU the two devices share the same cores, so the rows show that
+    the split works and what it costs, not a speed-up.
+
+    Parameters
+    ----------
+    config : dict
+        ``n_train``, ``n_test``, ``length``, ``hidden_size``, ``batch_size``,
+        ``epochs`` and ``repeats``.
+    log : callable
+        Progress printer.
+
+    Returns
+    -------
+    list of dict
+        One row per model and placement: sequences per second in training and greedy
+        decoding, and whether both placements predicted the same.
+    """
+    import json
+    import os
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks._two_devices", json.dumps(config)],
+        env={**os.environ, "KERAS_BACKEND": keras.backend.backend()},
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
+    check(result.returncode == 0, f"the two-device run failed:\n{result.stderr[-3000:]}")
+    rows = json.loads(result.stdout.strip().splitlines()[-1])
+    for row in rows:
+        log(
+            f"{row['model']}, {row['replicas']} device(s): train "
+            f"{row['train_seq_per_s']:.0f} seq/s, greedy {row['greedy_seq_per_s']:.0f} seq/s"
+        )
+        check(row["same_predictions"], f"{row['model']}: two devices predicted otherwise")
+    return rows
