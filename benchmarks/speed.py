@@ -552,6 +552,12 @@ def _overhead_row(name, estimator, X, y, config):
     }
 
 
+#: Share of test inputs on which one and two devices must predict the same output:
+#: models trained apart by float rounding alone may differ on near ties (sorting
+#: floats a few 1e-3 apart).
+MIN_AGREEMENT = 0.95
+
+
 def two_devices(config, log):
     """Training and greedy decoding on one device against two virtual CPU devices.
 
@@ -572,7 +578,7 @@ def two_devices(config, log):
     -------
     list of dict
         One row per model and placement: sequences per second in training and greedy
-        decoding, and whether both placements predicted the same.
+        decoding, and the share of test inputs both placements predicted alike.
     """
     import json
     import os
@@ -593,5 +599,9 @@ def two_devices(config, log):
             f"{row['model']}, {row['replicas']} device(s): train "
             f"{row['train_seq_per_s']:.0f} seq/s, greedy {row['greedy_seq_per_s']:.0f} seq/s"
         )
-        check(row["same_predictions"], f"{row['model']}: two devices predicted otherwise")
+        check(
+            row["agreement"] >= MIN_AGREEMENT,
+            f"{row['model']}: two devices predicted otherwise on "
+            f"{1 - row['agreement']:.1%} of the inputs",
+        )
     return rows
