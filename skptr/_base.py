@@ -42,7 +42,7 @@ import keras
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.base import clone as sklearn_clone
-from sklearn.utils._param_validation import Interval, InvalidParameterError
+from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from . import _backend, _schema
@@ -50,6 +50,7 @@ from ._batches import ShuffledBatches, held_out_split, inference_rows
 from ._devices import ALL_DEVICES, placement_of
 from ._limits import MAX_COUNT, check_memory
 from ._persistence import save as _save_estimator
+from ._precision import DTYPE_POLICIES, dtype_policy_scope, global_dtype_policy
 from ._random import SeedStream, draw_seed
 
 __all__ = ["COMPILE_POLICY", "CompilePolicy", "SequenceEstimatorBase"]
@@ -250,6 +251,8 @@ def _reinitialised(network, new, learning_rate):
     if optimizer is not None:
         for variable in optimizer.variables:
             variable.assign(keras.ops.zeros(variable.shape, dtype=variable.dtype))
+        if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
+            optimizer.dynamic_scale.assign(optimizer.initial_scale)
         optimizer.learning_rate = float(learning_rate)
     return network
 
@@ -341,6 +344,7 @@ class SequenceEstimatorBase(BaseEstimator):
         "warm_start": ["boolean"],
         "callbacks": [list, tuple, None],
         "devices": "no_validation",
+        "dtype_policy": [StrOptions(set(DTYPE_POLICIES)), None],
     }
 
     #: The hyperparameters the network is built from. ``fit`` records their values in
@@ -390,7 +394,7 @@ class SequenceEstimatorBase(BaseEstimator):
     _jit_inference: ClassVar[bool] = False
     #: Network hyperparameters added after fits were first saved, with the values that
     #: build the networks of files and pickles written before they existed.
-    _network_params_before: ClassVar[dict] = {}
+    _network_params_before: ClassVar[dict] = {"dtype_policy": "float32"}
 
     def _weight_count(self):  # pragma: no cover - abstract
         """Estimated number of the network's weights (see :mod:`skptr._limits`)."""
@@ -418,8 +422,9 @@ class SequenceEstimatorBase(BaseEstimator):
         its weights fit in memory."""
         self._check_network_memory()
         _backend.new_network_built()
-        with self._placement().scope():
-            return self._as_fitted()._build_network(seed)
+        view = self._as_fitted()
+        with self._placement().scope(), dtype_policy_scope(view.dtype_policy):
+            return view._build_network(seed)
 
     def _placement(self):
         """Where the estimator runs (a :class:`~skptr._devices.Placement`)."""
@@ -591,6 +596,8 @@ class SequenceEstimatorBase(BaseEstimator):
             self.network_params_ = {
                 name: _plain(getattr(self, name)) for name in self._network_params
             }
+            if self.network_params_.get("dtype_policy", "") is None:
+                self.network_params_["dtype_policy"] = global_dtype_policy(type(self).__name__)
         view = self._as_fitted()
         batch_size = min(int(self.batch_size), len(data.lengths))
         view._check_memory(
@@ -734,7 +741,8 @@ class SequenceEstimatorBase(BaseEstimator):
         jit = policy.inference_jit(self._jit_inference, n_rows, length)
         models = _INFERENCE_MODELS.setdefault(self.network_, {})
         if (key, jit) not in models:
-            with self._placement().scope():
+            policy = self.network_params_.get("dtype_policy")
+            with self._placement().scope(), dtype_policy_scope(policy):
                 model = build(self.network_)
                 if jit:
                     model.compile(jit_compile=True)

@@ -184,7 +184,8 @@ class MemoryController(keras.layers.Layer):
 
     # -------------------------------------------------------------- recurrence
     def step_weights(self):
-        """The weights used by :meth:`step`, read once outside the time loop.
+        """The weights used by :meth:`step`, read once outside the time loop, in the
+        layer's compute dtype.
 
         Returns
         -------
@@ -223,7 +224,9 @@ class MemoryController(keras.layers.Layer):
         if self.memory is not None:
             weights["head_kernel"] = ops.convert_to_tensor(self.head_kernel)
             weights["head_bias"] = ops.convert_to_tensor(self.head_bias)
-        return weights
+        # In the compute dtype also when called outside the layer's own call (decoders),
+        # where Keras does not cast the variables of a mixed-precision policy.
+        return {key: ops.cast(value, self.compute_dtype) for key, value in weights.items()}
 
     @property
     def n_recurrent(self):
@@ -255,7 +258,9 @@ class MemoryController(keras.layers.Layer):
         state = (h, ops.zeros_like(h)) if self.cell == "lstm" else (h,)
         if self.memory is not None:
             empty = initial_discrete_memory if discrete else initial_memory
-            memory = empty(self.memory, batch_size, n_steps, self.memory_width, dtype=dtype)
+            # The memory is float32 under a mixed-precision policy too: its strengths
+            # are sums over many steps.
+            memory = empty(self.memory, batch_size, n_steps, self.memory_width, "float32")
             read = ops.zeros((batch_size, self.read_size), dtype=dtype)
             state = (*state, *memory, read)
         return state
@@ -332,6 +337,7 @@ class MemoryController(keras.layers.Layer):
                 on = ops.cast(active, push.dtype)[:, None]
                 push, pop = push * on, pop * on
             value = ops.reshape(ops.tanh(heads[:, 2 * k :]), (-1, k, self.memory_width))
+            push, pop, value = (ops.cast(x, "float32") for x in (push, pop, value))
             memory = state[self.n_recurrent : -1]
             if discrete:
                 memory, read = discrete_memory_step(self.memory, memory, push, pop, value, step)
@@ -339,7 +345,7 @@ class MemoryController(keras.layers.Layer):
                 values, strengths, read = memory_step(self.memory, *memory, push, pop, value, step)
                 memory = (values, strengths)
                 trace = (push, pop, strengths, read)
-            new_state = (*new_state, *memory, read)
+            new_state = (*new_state, *memory, ops.cast(read, self.compute_dtype))
 
         if active is not None:
             # The memory of an idle step is left as it was by its zero gates.

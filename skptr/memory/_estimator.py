@@ -185,6 +185,12 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         ``batch_size`` (a multiple of their number) stays the global batch size.
         Pickles and files store an object as None. See the user guide's page
         "Scaling out".
+    dtype_policy : {"float32", "mixed_bfloat16", "mixed_float16"} or None, default=None
+        The Keras dtype policy of the network: ``"mixed_bfloat16"`` and
+        ``"mixed_float16"`` compute in 16-bit floats with float32 weights (and loss
+        scaling for float16), which GPUs run faster; the pointer scores and the
+        memory are float32 under every policy. None: Keras' global policy
+        (``keras.config.dtype_policy()``) when ``fit`` starts.
 
     Attributes
     ----------
@@ -277,6 +283,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         "push_bias",
         "gate_noise",
         "reset_cell_state",
+        "dtype_policy",
     )
     _fitted_attributes: ClassVar[dict] = {
         **SequenceEstimatorBase._fitted_attributes,
@@ -318,6 +325,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         warm_start=False,
         callbacks=None,
         devices=None,
+        dtype_policy=None,
     ):
         self.memory = memory
         self.cell = cell
@@ -347,6 +355,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         self.warm_start = warm_start
         self.callbacks = callbacks
         self.devices = devices
+        self.dtype_policy = dtype_policy
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -155,7 +155,7 @@ class TransducerNetwork(keras.Model):
         tensor of shape (batch, steps, n_output_tokens + 1)
         """
         hidden = self.controller(self.embedding(stream), training=training)
-        return self.readout(hidden)
+        return ops.cast(self.readout(hidden), "float32")
 
     def traces(self, stream, snap=False):
         """Hidden states and memory traces of the controller along a stream.
@@ -222,9 +222,10 @@ class TransducerNetwork(keras.Model):
             snap=snap,
             discrete=discrete,
         )
-        embeddings = ops.convert_to_tensor(self.embedding.embeddings)
-        readout_kernel = ops.convert_to_tensor(self.readout.kernel)
-        readout_bias = ops.convert_to_tensor(self.readout.bias)
+        dtype = controller.compute_dtype
+        embeddings = ops.cast(self.embedding.embeddings, dtype)
+        readout_kernel = ops.cast(self.readout.kernel, dtype)
+        readout_bias = ops.cast(self.readout.bias, dtype)
 
         def keep_going(i, previous, finished, produced, *state):
             return ops.logical_and(i < n_steps, ops.logical_not(ops.all(finished)))

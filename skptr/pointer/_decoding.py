@@ -120,7 +120,7 @@ def greedy_decode(network, values, lengths):
         ops.full((n_samples,), -1, dtype="int32"),
         ops.zeros((n_samples, n_pointers), dtype="bool"),
         ops.zeros((n_samples,), dtype="bool"),
-        ops.zeros((n_samples,), dtype=keys.dtype),
+        ops.zeros((n_samples,), dtype="float32"),
     )
     carry, (orderings, distributions) = scan(step, carry, ops.arange(n_steps, dtype="int32"))
     return ops.transpose(orderings), ops.transpose(distributions, (1, 0, 2)), carry[4]
@@ -201,7 +201,7 @@ def beam_decode(network, values, lengths, beam_width):
         ops.full((flat,), -1, dtype="int32"),
         ops.zeros((flat, n_pointers), dtype="bool"),
         ops.zeros((flat,), dtype="bool"),
-        ops.tile(ops.cast(first_beam_only, keys.dtype)[None, :], (n_samples, 1)),
+        ops.tile(ops.cast(first_beam_only, "float32")[None, :], (n_samples, 1)),
     )
     carry, (sources, emitted, distributions) = scan(
         step, carry, ops.arange(n_steps, dtype="int32")

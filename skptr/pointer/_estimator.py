@@ -154,6 +154,12 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         ``batch_size`` (a multiple of their number) stays the global batch size.
         Pickles and files store an object as None. See the user guide's page
         "Scaling out".
+    dtype_policy : {"float32", "mixed_bfloat16", "mixed_float16"} or None, default=None
+        The Keras dtype policy of the network: ``"mixed_bfloat16"`` and
+        ``"mixed_float16"`` compute in 16-bit floats with float32 weights (and loss
+        scaling for float16), which GPUs run faster; the pointer scores and the
+        memory are float32 under every policy. None: Keras' global policy
+        (``keras.config.dtype_policy()``) when ``fit`` starts.
 
     Attributes
     ----------
@@ -212,10 +218,15 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         "cycle",
         "encoder",
         "n_heads",
+        "dtype_policy",
     )
     #: Values that build the network of a fit recorded before these hyperparameters
     #: existed (older files and pickles).
-    _network_params_before: ClassVar[dict] = {"encoder": "recurrent", "n_heads": 8}
+    _network_params_before: ClassVar[dict] = {
+        **SequenceEstimatorBase._network_params_before,
+        "encoder": "recurrent",
+        "n_heads": 8,
+    }
     _fitted_attributes: ClassVar[dict] = {
         **SequenceEstimatorBase._fitted_attributes,
         **PointerCodec.FITTED_ATTRIBUTES,
@@ -249,6 +260,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         warm_start=False,
         callbacks=None,
         devices=None,
+        dtype_policy=None,
     ):
         self.hidden_size = hidden_size
         self.cell = cell
@@ -275,6 +287,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         self.warm_start = warm_start
         self.callbacks = callbacks
         self.devices = devices
+        self.dtype_policy = dtype_policy
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

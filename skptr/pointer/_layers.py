@@ -66,7 +66,11 @@ def dense_layer(units, seeds, **kwargs):
 
 
 def masked_logits(logits, allowed):
-    """Give disallowed positions a logit whose softmax probability is exactly zero."""
+    """Give disallowed positions a logit whose softmax probability is exactly zero.
+
+    The logits are float32 also under a mixed-precision policy, so that the pointer
+    distributions over many positions keep their precision."""
+    logits = ops.cast(logits, "float32")
     return ops.where(allowed, logits, ops.full_like(logits, NEGATIVE_LOGIT))
 
 
@@ -567,7 +571,9 @@ class PointerNetwork(keras.Model):
         pointer_keys, glimpse_keys = prepared
         for _ in range(self.glimpses):
             scores = masked_logits(self.glimpse_attention.score(queries, glimpse_keys), allowed)
-            queries = ops.einsum("n...p,npd->n...d", ops.softmax(scores, axis=-1), keys)
+            queries = ops.einsum(
+                "n...p,npd->n...d", ops.cast(ops.softmax(scores, axis=-1), keys.dtype), keys
+            )
         return masked_logits(self.attention.score(queries, pointer_keys), allowed)
 
     def decoder_step(self, inputs, states, training=None):
