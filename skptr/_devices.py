@@ -8,9 +8,16 @@ backend's own machinery and this module only resolves it.
   are any, else the CPU devices): a ``keras.distribution.DataParallel`` on JAX, a
   ``tf.distribute.MirroredStrategy`` on TensorFlow, made once per process. With a
   single such device it is the same as ``None``.
-- a ``keras.distribution.DataParallel`` or ``ModelParallel`` (JAX) or a ``tf.distribute.Strategy``
-  (TensorFlow, one of :data:`TENSORFLOW_STRATEGIES`), used as is; this is how a fit
-  spans several hosts.
+- a ``keras.distribution.DataParallel`` or ``ModelParallel`` (JAX) or a
+  ``tf.distribute.Strategy`` (TensorFlow, one of :data:`TENSORFLOW_STRATEGIES`) over
+  the devices of this host, used as is.
+
+A fit does not span several hosts (processes): on JAX, each process would have to feed
+its own part of every batch, which skptr's batches do not do; on TensorFlow, Keras'
+training loop cannot run skptr's networks, whose batches are dicts of arrays, under a
+``MultiWorkerMirroredStrategy`` (its first step reduces the batch with
+``strategy.reduce``, which that strategy refuses for nested values). Both are refused
+with a ``ValueError``; a search spreads over hosts instead (Dask).
 
 Networks are built, trained and run inside the placement's scope; each training batch
 and each inference batch is split over the replicas, so ``batch_size`` stays the
@@ -29,9 +36,9 @@ __all__ = ["ALL_DEVICES", "TENSORFLOW_STRATEGIES", "Placement", "placement_of"]
 #: The ``devices`` value that selects every local device.
 ALL_DEVICES = "all"
 
-#: The ``tf.distribute`` strategies skptr accepts on TensorFlow (those that Keras' own
-#: training loop drives with data parallelism).
-TENSORFLOW_STRATEGIES = ("MirroredStrategy", "MultiWorkerMirroredStrategy", "OneDeviceStrategy")
+#: The ``tf.distribute`` strategies skptr accepts on TensorFlow (those of one host that
+#: Keras' own training loop drives with skptr's networks).
+TENSORFLOW_STRATEGIES = ("MirroredStrategy", "OneDeviceStrategy")
 
 
 class Placement:
@@ -139,6 +146,14 @@ def _jax_placement(devices, owner):
             f"or ModelParallel on the JAX backend ({hint}), e.g. "
             "keras.distribution.DataParallel(devices=keras.distribution.list_devices())."
         )
+    import jax
+
+    if jax.process_count() > 1:
+        raise ValueError(
+            f"{owner}: the JAX runtime spans {jax.process_count()} processes; skptr fits "
+            "on the devices of one process (host) only. Spread a search over hosts "
+            "instead (see the user guide's page 'Scaling out')."
+        )
     mesh = devices.device_mesh
     batch_axis = mesh.axis_names.index(devices.batch_dim_name)
     return Placement(mesh.shape[batch_axis], devices)
@@ -151,8 +166,18 @@ def _tensorflow_placement(devices, owner):
             "backend; on TensorFlow, devices must be None, 'all' or a "
             f"tf.distribute strategy ({', '.join(TENSORFLOW_STRATEGIES)})."
         )
-    names = {cls.__name__ for cls in type(devices).__mro__}
-    if not _is_tensorflow_strategy(devices) or not names & set(TENSORFLOW_STRATEGIES):
+    import tensorflow as tf
+
+    if isinstance(devices, tf.distribute.MultiWorkerMirroredStrategy):
+        raise ValueError(
+            f"{owner}: a MultiWorkerMirroredStrategy cannot train skptr's networks: Keras' "
+            "training loop reduces their first batch (a dict of arrays) with "
+            "strategy.reduce, which this strategy refuses for nested values. Use a "
+            "MirroredStrategy over the devices of one host, and spread a search over "
+            "hosts (see the user guide's page 'Scaling out')."
+        )
+    accepted = tuple(getattr(tf.distribute, name) for name in TENSORFLOW_STRATEGIES)
+    if not isinstance(devices, accepted):
         raise TypeError(
             f"{owner}: devices must be None, 'all' or a tf.distribute strategy of the "
             f"kinds {', '.join(TENSORFLOW_STRATEGIES)} on the TensorFlow backend; got a "

@@ -179,9 +179,9 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         Where training and inference run. None: one device, as Keras places it.
         ``"all"``: data-parallel over every local device of the backend (its GPUs, or
         its CPU devices if it has no GPU). A ``keras.distribution.DataParallel`` (JAX)
-        or a ``tf.distribute`` strategy (TensorFlow: ``MirroredStrategy``,
-        ``MultiWorkerMirroredStrategy``, ``OneDeviceStrategy``) is used as is, e.g. to
-        train over several hosts. Every batch is split over the replicas, so
+        or a ``tf.distribute`` ``MirroredStrategy`` or ``OneDeviceStrategy``
+        (TensorFlow) over the devices of this host is used as is. Every batch is
+        split over the replicas, so
         ``batch_size`` (a multiple of their number) stays the global batch size.
         Pickles and files store an object as None. See the user guide's page
         "Scaling out".

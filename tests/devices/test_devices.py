@@ -165,6 +165,27 @@ def test_unusable_devices_fail_with_a_clear_error():
     assert not hasattr(est, "network_")
 
 
+def test_devices_of_several_hosts_are_refused_with_the_reason(monkeypatch):
+    X, y = _ragged_points(8, seed=4)
+    est = PointerNetworkOrderer(epochs=1)
+    if BACKEND == "jax":
+        import jax
+
+        spanning = keras.distribution.DataParallel(devices=keras.distribution.list_devices())
+        monkeypatch.setattr(jax, "process_count", lambda: 2)
+        message = "spans 2 processes; skptr fits on the devices of one process"
+    else:
+        import tensorflow as tf
+
+        # Created without its constructor, which would set up collectives over the
+        # workers of TF_CONFIG.
+        spanning = object.__new__(tf.distribute.MultiWorkerMirroredStrategy)
+        message = "MultiWorkerMirroredStrategy cannot train skptr's networks"
+    with pytest.raises(ValueError, match=message):
+        est.set_params(devices=spanning).fit(X, y)
+    assert not hasattr(est, "network_")
+
+
 def test_fits_on_two_devices_are_quiet(capfd):
     X, y = _strings(32, seed=5)
     NeuralStackTransducer(
