@@ -329,6 +329,9 @@ class SequenceEstimatorBase(BaseEstimator):
         Where training and inference run (see :mod:`skptr._devices`): one device, every
         local device, or the backend's distribution or strategy object, with each
         batch split over its replicas.
+    dtype_policy : {"float32", "mixed_bfloat16", "mixed_float16"} or None
+        The Keras dtype policy the network is built with (see :mod:`skptr._precision`);
+        None: Keras' global policy when ``fit`` starts.
     """
 
     _parameter_constraints: ClassVar[dict] = {
