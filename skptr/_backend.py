@@ -100,6 +100,19 @@ def scan(body, carry, per_step):
     return carry, tf.nest.map_structure(lambda b: b.stack(), buffers)
 
 
+def _replicas_of_the_step():
+    """The replica context of a step that a ``tf.distribute`` strategy runs on several
+    replicas; None elsewhere (one replica, cross-replica code, JAX)."""
+    if keras.backend.backend() != "tensorflow":
+        return None
+    import tensorflow as tf
+
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync < 2:
+        return None
+    return context
+
+
 def replica_sum(value):
     """``value`` summed over the replicas of a distributed training step.
 
@@ -108,14 +121,8 @@ def replica_sum(value):
     ``value`` over them. Elsewhere, and on JAX, where a distributed step is one
     program over the whole batch, it returns ``value``.
     """
-    if keras.backend.backend() != "tensorflow":
-        return value
-    import tensorflow as tf
-
-    context = tf.distribute.get_replica_context()
-    if context is None or context.num_replicas_in_sync < 2:
-        return value
-    return context.all_reduce("sum", value)
+    context = _replicas_of_the_step()
+    return value if context is None else context.all_reduce("sum", value)
 
 
 def replica_rows(draw, shape):
@@ -128,12 +135,8 @@ def replica_rows(draw, shape):
     and keeps its own rows: the batch gets the numbers one device draws. Elsewhere,
     and on JAX, this is ``draw(shape)``.
     """
-    if keras.backend.backend() != "tensorflow":
-        return draw(shape)
-    import tensorflow as tf
-
-    context = tf.distribute.get_replica_context()
-    if context is None or context.num_replicas_in_sync < 2:
+    context = _replicas_of_the_step()
+    if context is None:
         return draw(shape)
     rows = shape[0]
     start = context.replica_id_in_sync_group * rows
@@ -172,14 +175,8 @@ class DenseGradientAdam(keras.optimizers.Adam):
         first, clipped, and each replica keeps an equal share of the result for Keras'
         sum.
         """
-        if not (self.clipnorm or self.global_clipnorm or self.clipvalue):
-            return grads
-        if keras.backend.backend() != "tensorflow":
-            return super()._clip_gradients(grads)
-        import tensorflow as tf
-
-        context = tf.distribute.get_replica_context()
-        if context is None or context.num_replicas_in_sync < 2:
+        context = _replicas_of_the_step()
+        if context is None or not (self.clipnorm or self.global_clipnorm or self.clipvalue):
             return super()._clip_gradients(grads)
         present = [i for i, g in enumerate(grads) if g is not None]
         summed = context.all_reduce("sum", [grads[i] for i in present])

@@ -9,6 +9,10 @@ import pytest
 
 from skptr import NeuralStackTransducer, PointerNetworkOrderer, load
 
+SMALL_TRANSDUCER = dict(
+    hidden_size=16, embedding_dim=8, memory_width=8, epochs=2, batch_size=16, random_state=0
+)
+
 
 def _sorting(n_samples, seed, n_steps=6):
     X = np.random.default_rng(seed).random((n_samples, n_steps))
@@ -53,16 +57,8 @@ def test_mixed_bfloat16_pointer_network_keeps_float32_weights_and_scores(tmp_pat
 
 def test_mixed_bfloat16_transducer_keeps_the_memory_in_float32():
     X, y = _reversal(96, seed=1)
-    est = NeuralStackTransducer(
-        hidden_size=16,
-        embedding_dim=8,
-        memory_width=8,
-        epochs=2,
-        batch_size=16,
-        n_init=1,
-        random_state=0,
-        dtype_policy="mixed_bfloat16",
-    ).fit(X, y)
+    est = NeuralStackTransducer(**SMALL_TRANSDUCER, n_init=1, dtype_policy="mixed_bfloat16")
+    est.fit(X, y)
     assert {w.dtype for w in est.network_.weights if w.trainable} == {"float32"}
     trace = est.memory_trace(X[:3])[0]
     assert trace["strengths"].dtype == np.float32
@@ -72,15 +68,7 @@ def test_mixed_bfloat16_transducer_keeps_the_memory_in_float32():
 def test_mixed_float16_scales_the_loss_also_across_initialisations():
     X, y = _reversal(96, seed=2)
     est = NeuralStackTransducer(
-        hidden_size=16,
-        embedding_dim=8,
-        memory_width=8,
-        epochs=2,
-        batch_size=16,
-        n_init=2,
-        gate_noise_start=0.6,
-        random_state=0,
-        dtype_policy="mixed_float16",
+        **SMALL_TRANSDUCER, n_init=2, gate_noise_start=0.6, dtype_policy="mixed_float16"
     ).fit(X, y)
     assert isinstance(est.network_.optimizer, keras.optimizers.LossScaleOptimizer)
     assert len(est.init_scores_) == 2
@@ -118,10 +106,11 @@ def test_unsupported_policies_fail_before_training(global_policy):
 
 @pytest.mark.slow
 def test_mixed_bfloat16_learns_to_sort():
-    # The same fit in float32 scores above 0.9 as well.
+    # Measured on TensorFlow, random_state 0 / 1: float32 0.976 / 0.984, mixed_bfloat16
+    # 0.976 / 0.978.
     X, y = _sorting(3000, seed=5, n_steps=5)
     X_test, y_test = _sorting(500, seed=6, n_steps=5)
     est = PointerNetworkOrderer(
         hidden_size=32, epochs=8, batch_size=64, random_state=0, dtype_policy="mixed_bfloat16"
     ).fit(X, y)
-    assert est.score(X_test, y_test) >= 0.9
+    assert est.score(X_test, y_test) >= 0.95
