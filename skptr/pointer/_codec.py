@@ -123,6 +123,28 @@ class PointerCodec:
         return TrainingData(inputs, targets, sequences.lengths)
 
     @staticmethod
+    def training_extents(data):
+        """Each training sample's input length and number of target steps, the extents
+        along the padded axes of the inputs and of the targets (see
+        :class:`~skptr._batches.LengthGroupedBatches`)."""
+        return np.stack([data.lengths, (data.targets >= 0).sum(axis=1)], axis=1)
+
+    @staticmethod
+    def trim_batch(inputs, targets, sizes):
+        """A training batch cut to ``sizes`` = (input steps, target steps), which hold
+        every sample of the batch; the end-of-output pointer, the padded input length,
+        becomes the new one."""
+        n_steps, n_outputs = sizes
+        targets = targets[:, :n_outputs].copy()
+        targets[targets == inputs["values"].shape[1]] = n_steps
+        inputs = {
+            "values": inputs["values"][:, :n_steps],
+            "lengths": inputs["lengths"],
+            "targets": targets,
+        }
+        return inputs, targets
+
+    @staticmethod
     def decoder_inputs(sequences, n_rows):
         """The decoder's inputs for validated ``sequences``, padded to ``n_rows`` rows.
 

@@ -11,7 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._backend import quiet_retracing
 from .._base import SequenceEstimatorBase
-from .._batches import power_of_two_at_most, take
+from .._batches import LengthGroupedBatches, power_of_two_at_most, take
 from .._limits import MAX_DEPTH, MAX_WIDTH
 from .._sequences import check_orderings
 from ..metrics import _checked_position_accuracy
@@ -323,6 +323,15 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
 
     def _loss(self):
         return masked_pointer_crossentropy
+
+    def _training_batches(self, data, batch_size, seed):
+        return LengthGroupedBatches(
+            data,
+            batch_size,
+            seed,
+            PointerCodec.training_extents(data),
+            PointerCodec.trim_batch,
+        )
 
     def _widths(self):
         """Width of the recurrent states and of the encodings."""
