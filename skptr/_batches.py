@@ -180,10 +180,11 @@ class LengthGroupedBatches(ShuffledBatches):
     :class:`ShuffledBatches` does, then, within each window of :data:`GROUP_WINDOW`
     batches of that order, orders them by their extents rounded up to a multiple of
     :data:`EXTENT_STEP` (a stable sort, so samples of the same rounded extents stay in
-    random order), cuts the result into batches and shuffles the batches. Each batch is then cut along its padded axes to its longest sample,
-    rounded up the same way. The loss of a sample does not depend on the padding
-    around it, so a batch's loss and gradient are those of the same samples padded
-    to the longest of all; only which samples share a batch changes.
+    random order), cuts the result into batches and shuffles the batches. Each batch
+    is then cut along its padded axes to its longest sample, rounded up the same way.
+    The loss of a sample does not depend on the padding around it, so a batch's loss
+    and gradient are those of the same samples padded to the longest of all; only
+    which samples share a batch changes.
 
     Parameters
     ----------

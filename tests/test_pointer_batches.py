@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from skptr import PointerNetworkOrderer
-from skptr._batches import EXTENT_STEP, LengthGroupedBatches, TrainingData
+from skptr._batches import EXTENT_STEP, LengthGroupedBatches
 from skptr.pointer._codec import PointerCodec
 from skptr.pointer._layers import PointerNetwork, masked_pointer_crossentropy
 
@@ -91,10 +91,9 @@ def test_grouped_batches_cover_the_samples_and_are_cut_to_their_longest_sample()
             expected[expected == full_steps] = steps
             np.testing.assert_array_equal(targets, expected)
             shapes.add((steps, outputs))
-    # Samples are grouped: most batches are much shorter than the longest sample.
+    # Samples are grouped: batches are shorter than the longest sample on average.
     cut_steps = [
-        _rounded(int(data.lengths[members].max()), full_steps)
-        for members in batches.epoch_order()
+        _rounded(int(data.lengths[members].max()), full_steps) for members in batches.epoch_order()
     ]
     assert np.mean(cut_steps) < 0.8 * full_steps
     assert len(shapes) <= 5 * 6  # input steps in 8..40 by 8, target steps in 8..41
