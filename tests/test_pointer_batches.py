@@ -1,9 +1,13 @@
 """Training batches of the pointer network grouped by length and cut to their samples."""
 
+import dataclasses
+
+import keras
 import numpy as np
 import pytest
 
 from skptr import PointerNetworkOrderer
+from skptr._base import COMPILE_POLICY
 from skptr._batches import EXTENT_STEP, LengthGroupedBatches
 from skptr.pointer._codec import PointerCodec
 from skptr.pointer._layers import PointerNetwork, masked_pointer_crossentropy
@@ -125,7 +129,46 @@ def test_samples_of_one_length_make_the_plain_shuffled_batches():
     assert inputs["values"].shape == (16, 6, 1) and targets.shape == (16, 6)
 
 
-def test_sequences_of_mixed_lengths_train_in_grouped_batches_and_learn():
+def test_fits_of_enough_steps_for_the_backend_cut_their_batches(monkeypatch):
+    rng = np.random.default_rng(0)
+    X = [rng.random(size) for size in rng.integers(2, 9, size=256)]
+    y = [np.argsort(x) for x in X]
+    backend = keras.backend.backend()
+    policy = dataclasses.replace(COMPILE_POLICY[backend], cut_batches_steps=10)
+    monkeypatch.setitem(COMPILE_POLICY, backend, policy)
+    for epochs, cut in ((4, False), (5, True)):  # 2 batches of 128 per epoch
+        est = PointerNetworkOrderer(epochs=epochs)
+        data = est._prepare_training_data(X, y, reset=True)
+        batches = est._training_batches(data, est.batch_size, 0)
+        assert isinstance(batches, LengthGroupedBatches) is cut
+
+
+def _cutting_every_fit(monkeypatch):
+    backend = keras.backend.backend()
+    policy = dataclasses.replace(COMPILE_POLICY[backend], cut_batches_steps=0)
+    monkeypatch.setitem(COMPILE_POLICY, backend, policy)
+
+
+def test_a_fit_in_cut_batches_runs_on_every_backend(monkeypatch):
+    _cutting_every_fit(monkeypatch)
+    rng = np.random.default_rng(5)
+    X, y = _ordered_subsets(rng, [10] * 96)  # targets of 1-10 steps and the end: 2 cuts
+    est = PointerNetworkOrderer(hidden_size=8, batch_size=16, epochs=2, random_state=0)
+    est.fit(X, y)
+    assert np.all(np.isfinite(est.history_["loss"]))
+    prediction = est.predict(X[:5])
+    for ordering, points in zip(prediction, X[:5], strict=True):
+        chosen = ordering[ordering >= 0]
+        assert len(set(chosen)) == len(chosen) and np.all(chosen < len(points))
+
+
+@pytest.mark.skipif(
+    keras.backend.backend() == "jax", reason="compiles a step per pair of lengths on JAX"
+)
+def test_sequences_of_mixed_lengths_train_in_grouped_batches_and_learn(monkeypatch):
+    backend = keras.backend.backend()
+    policy = dataclasses.replace(COMPILE_POLICY[backend], cut_batches_steps=0)
+    monkeypatch.setitem(COMPILE_POLICY, backend, policy)
     rng = np.random.default_rng(0)
     X = [rng.random(size) for size in rng.integers(2, 25, size=3000)]
     y = [np.argsort(x) for x in X]

@@ -10,7 +10,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._backend import quiet_retracing
-from .._base import SequenceEstimatorBase
+from .._base import COMPILE_POLICY, SequenceEstimatorBase
 from .._batches import LengthGroupedBatches, power_of_two_at_most, take
 from .._limits import MAX_DEPTH, MAX_WIDTH
 from .._sequences import check_orderings
@@ -325,6 +325,11 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         return masked_pointer_crossentropy
 
     def _training_batches(self, data, batch_size, seed):
+        n_steps = int(self.epochs) * -(
+            -len(data.lengths) // min(int(batch_size), len(data.lengths))
+        )
+        if n_steps < COMPILE_POLICY[keras.backend.backend()].cut_batches_steps:
+            return super()._training_batches(data, batch_size, seed)
         return LengthGroupedBatches(
             data,
             batch_size,
