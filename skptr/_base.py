@@ -177,9 +177,7 @@ class CompilePolicy:
 #:   lengths, so only fits of at least 512 steps do. On hulls of 5-50 points (attention
 #:   encoder, epochs of 50 steps, whole epochs sorted by length, which meets about as
 #:   many pairs of lengths) the first epoch took 114 s instead of 47 s and the
-#:   next ones 16.5 s instead of 25 s, so cutting paid after about 400 steps; with
-#:   every fit cutting, ``make test-jax`` (small fits, cold compilation cache) took
-#:   797 s instead of 449 s.
+#:   next ones 16.5 s instead of 25 s, so cutting paid after about 400 steps.
 COMPILE_POLICY = {
     "tensorflow": CompilePolicy(
         eager_steps=10,
