@@ -225,7 +225,7 @@ class LengthGroupedBatches(ShuffledBatches):
         longest sample along each padded axis (rounded up)."""
         members = self.epoch_order()[index]
         sizes = _rounded_extents(self.extents[members].max(axis=0), self.full)
-        inputs, targets = super().batch(index)
+        inputs, targets = take(self.data.inputs, members), self.data.targets[members]
         return self.trim(inputs, targets, tuple(int(size) for size in sizes))
 
     def dataset(self):

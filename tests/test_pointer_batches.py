@@ -95,11 +95,12 @@ def test_grouped_batches_cover_the_samples_and_are_cut_to_their_longest_sample()
             expected[expected == full_steps] = steps
             np.testing.assert_array_equal(targets, expected)
             shapes.add((steps, outputs))
-    # Samples are grouped: batches are shorter than the longest sample on average.
+    # Sorted windows of 8 batches cut at about the eighths of 2..40 (rounded up to 8):
+    # 27-28 steps on average (measured on seeds 0-2), where random batches of 16 take 40.
     cut_steps = [
         _rounded(int(data.lengths[members].max()), full_steps) for members in batches.epoch_order()
     ]
-    assert np.mean(cut_steps) < 0.8 * full_steps
+    assert np.mean(cut_steps) < 0.72 * full_steps
     assert len(shapes) <= 5 * 6  # input steps in 8..40 by 8, target steps in 8..41
 
 

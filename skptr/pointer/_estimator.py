@@ -325,11 +325,10 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         return masked_pointer_crossentropy
 
     def _training_batches(self, data, batch_size, seed):
-        n_steps = int(self.epochs) * -(
-            -len(data.lengths) // min(int(batch_size), len(data.lengths))
-        )
+        padded = super()._training_batches(data, batch_size, seed)
+        n_steps = int(self.epochs) * len(padded)
         if n_steps < COMPILE_POLICY[keras.backend.backend()].cut_batches_steps:
-            return super()._training_batches(data, batch_size, seed)
+            return padded
         return LengthGroupedBatches(
             data,
             batch_size,
