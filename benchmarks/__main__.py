@@ -28,6 +28,7 @@ SECTIONS = (
     "transducer_decoding",
     "transducer_restarts",
     "two_devices",
+    "precision",
     "sklearn_overhead",
     "sort8_curves",
     "sort_floats",
@@ -182,6 +183,15 @@ def configuration(quick):
                 "epochs": 1,
                 "repeats": 1,
             },
+            "precision": {
+                "n_train": 256,
+                "n_test": 64,
+                "length": 6,
+                "hidden_size": 16,
+                "batch_sizes": [64],
+                "epochs": 1,
+                "repeats": 1,
+            },
             "transducer_restarts": {
                 "n_samples": 200,
                 "lengths": (2, 8),
@@ -301,6 +311,15 @@ def configuration(quick):
             "epochs": 2,
             "repeats": 2,
         },
+        "precision": {
+            "n_train": 4096,
+            "n_test": 1000,
+            "length": 10,
+            "hidden_size": 64,
+            "batch_sizes": [128],
+            "epochs": 8,
+            "repeats": 2,
+        },
         "transducer_restarts": {
             "n_samples": 1000,
             "lengths": (2, 16),
@@ -343,6 +362,20 @@ def _printable(config):
     }
 
 
+def _override(config, setting, parser):
+    """Apply one ``SECTION.KEY=JSON`` setting of ``--set`` to ``config``."""
+    import json
+
+    target, _, value = setting.partition("=")
+    section, _, key = target.partition(".")
+    if section not in config or not key or not value:
+        parser.error(f"--set {setting!r}: expected SECTION.KEY=JSON with a known section")
+    try:
+        config[section][key] = json.loads(value)
+    except json.JSONDecodeError as error:
+        parser.error(f"--set {setting!r}: the value is not JSON ({error})")
+
+
 def main(argv=None):
     """Command-line entry point; returns the process exit status."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
@@ -354,6 +387,13 @@ def main(argv=None):
         "--report-only", action="store_true", help="rebuild the report from saved results"
     )
     parser.add_argument("--output", help="results folder (default: benchmarks/results[/quick])")
+    parser.add_argument(
+        "--set",
+        nargs="+",
+        default=[],
+        metavar="SECTION.KEY=JSON",
+        help="change one budget, e.g. precision.batch_sizes=[256,2048] (the value is JSON)",
+    )
     parser.add_argument(
         "--backend",
         help="Keras backend to measure: tensorflow or jax (default: KERAS_BACKEND)",
@@ -385,7 +425,7 @@ def main(argv=None):
         print(f"[{time.perf_counter() - start:7.1f} s] {message}", flush=True)
 
     if not args.report_only:
-        from . import budget, quality, speed
+        from . import budget, precision, quality, speed
 
         runners = {
             "pointer_vs_torch": budget.pointer_vs_torch,
@@ -395,6 +435,7 @@ def main(argv=None):
             "transducer_decoding": speed.transducer_decoding,
             "transducer_restarts": speed.transducer_restarts,
             "two_devices": speed.two_devices,
+            "precision": precision.precision,
             "sklearn_overhead": speed.sklearn_overhead,
             "sort8_curves": quality.sort8_curves,
             "sort_floats": quality.sort_floats,
@@ -405,6 +446,8 @@ def main(argv=None):
             "transduction_deletang": quality.transduction,
         }
         config = configuration(args.quick)
+        for setting in args.set:
+            _override(config, setting, parser)
         device = device_info()
         log(f"device: {device['cpu']} x{device['cpu_cores']}, accelerator {device['accelerator']}")
         run = read_json(output / "run.json") or {}

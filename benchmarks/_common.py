@@ -104,10 +104,13 @@ def device_info():
     """
     import keras
     import sklearn
-    import tensorflow as tf
 
     import skptr
 
+    try:
+        import tensorflow as tf
+    except ImportError:  # a JAX-only machine, such as a GPU host without TensorFlow
+        tf = None
     gpus, versions = [], {}
     if keras.backend.backend() == "jax":
         import jax
@@ -126,7 +129,7 @@ def device_info():
         "load_average_1min": load_average(),
         "platform": platform.platform(),
         "python": platform.python_version(),
-        "tensorflow": tf.__version__,
+        "tensorflow": None if tf is None else tf.__version__,
         "keras": keras.__version__,
         "keras_backend": keras.backend.backend(),
         "scikit-learn": sklearn.__version__,
