@@ -365,7 +365,14 @@ def _load(output):
     for path in sorted(Path(output).glob("*.json")):
         if path.stem != "run":
             data[path.stem] = read_json(path)
+    for path in sorted((Path(output) / GPU_FOLDER).glob("*.json")):
+        data[f"{GPU_FOLDER}/{path.stem}"] = read_json(path)
     return data, read_json(Path(output) / "run.json") or {}
+
+
+#: The sub-folder of the results with the rows measured on a GPU host (see
+#: :func:`_gpu_blocks`); the sections' own tables show this machine's rows only.
+GPU_FOLDER = "gpu"
 
 
 SPEED_SECTIONS = (
@@ -641,7 +648,12 @@ def _transduction_blocks(section, title, text, short):
 
 
 def _jax_versions(data):
-    return {d["device"]["jax"] for d in data.values() if "jax" in d.get("device", {})}
+    """The JAX versions of this machine's result files (not of the GPU host's)."""
+    return {
+        d["device"]["jax"]
+        for key, d in data.items()
+        if "jax" in d.get("device", {}) and not key.startswith(f"{GPU_FOLDER}/")
+    }
 
 
 def _backend_comparison(data):
@@ -687,6 +699,170 @@ def _backend_comparison(data):
             False,
         )
     return comparison
+
+
+def _precision_blocks(rows, where, level):
+    """The table of the precision section's rows."""
+    first = rows[0]
+    blocks = [heading(f"Mixed precision {where}", level)]
+    blocks.append(
+        para(
+            "Each model trained from the same data and `random_state` under each "
+            "`dtype_policy` (float32 weights, 16-bit computation for the mixed ones): "
+            f"{first['epochs']} epochs of {first['n_train']:,} samples, hidden size "
+            f"{first['hidden_size']}, then scored on {first['n_test']:,} inputs drawn "
+            "with NumPy (pointer network: 10 points sorted by their first coordinate; "
+            "transducer: reversal of strings of 1-10 letters out of 8). Throughputs are "
+            "medians of one-epoch fits and `predict` calls interleaved across the "
+            "policies; the ratios compare each policy with float32 at the same batch size."
+        )
+    )
+    body = [
+        [
+            r["backend"],
+            r["accelerator"],
+            r["model"],
+            r["batch_size"],
+            r["policy"],
+            f"{r['train_seq_per_s']:,.0f} (\u00d7{r['train_vs_float32']:.2f})",
+            f"{r['greedy_seq_per_s']:,.0f} (\u00d7{r['greedy_vs_float32']:.2f})",
+            f"{r['exact']:.3f}",
+            f"{r['first_fit_s']:.1f}",
+        ]
+        for r in rows
+    ]
+    blocks.append(
+        table(
+            [
+                "backend",
+                "device",
+                "model",
+                "batch",
+                "dtype_policy",
+                "training, seq/s",
+                "greedy, seq/s",
+                "exact",
+                "first fit, s",
+            ],
+            body,
+        )
+    )
+    return blocks
+
+
+def _gpu_blocks(data):
+    """The rows measured on a GPU host: ``benchmarks/results/gpu/``."""
+    gpu = {key.split("/", 1)[1]: value for key, value in data.items() if "/" in key}
+    if not gpu:
+        return [
+            heading("On a GPU", 2),
+            para("No GPU rows have been measured (`benchmarks/results/gpu/` is empty)."),
+        ]
+    device = next(v["device"] for v in gpu.values() if "device" in v)
+    blocks = [heading(f"On one GPU ({device['accelerator']}, {device['keras_backend']})", 2)]
+    blocks.append(
+        para(
+            f"Measured on a host with one {device['accelerator']}, "
+            f"{device['cpu_cores']} CPU cores, JAX {device.get('jax')} and Keras "
+            f"{device['keras']}, with `python -m benchmarks --backend jax --output DIR "
+            "--set ...` (the budgets changed by `--set` are in each file's `config`) and "
+            "copied to `benchmarks/results/gpu/`. That host had no TensorFlow, so there are "
+            "no TensorFlow GPU rows. Ratios compare models measured in the same run."
+        )
+    )
+    if "precision.jax" in gpu:
+        blocks += _precision_blocks(gpu["precision.jax"]["results"], "on the GPU", 3)
+    if "pointer_speed.jax" in gpu:
+        blocks.append(heading("Pointer network against a plain Keras model on the GPU", 3))
+        blocks.append(
+            para(
+                "As in the CPU table: one-epoch fits of the estimator's network and of a "
+                "plain Keras encoder-decoder of the same size (batch 128), interleaved, "
+                "and `predict`; ratios above 1: skptr is faster."
+            )
+        )
+        body = [
+            [
+                r["task"],
+                r["hidden_size"],
+                f"{r['n_train']:,}",
+                f"{r['train_seq_per_s']:,.0f}",
+                f"{r['reference_train_seq_per_s']:,.0f}",
+                f"\u00d7{r['train_ratio']:.2f}",
+                f"{r['greedy_seq_per_s']:,.0f}",
+                f"\u00d7{r['greedy_ratio']:.2f}",
+                f"{r.get('beam3_seq_per_s', float('nan')):,.0f}",
+            ]
+            for r in gpu["pointer_speed.jax"]["results"]
+        ]
+        blocks.append(
+            table(
+                [
+                    "task",
+                    "hidden",
+                    "sequences",
+                    "training, seq/s",
+                    "plain Keras, seq/s",
+                    "ratio",
+                    "greedy, seq/s",
+                    "ratio",
+                    "beam 3, seq/s",
+                ],
+                body,
+            )
+        )
+    if "transducer_speed.jax" in gpu:
+        blocks.append(heading("Transducer on the GPU", 3))
+        body = [
+            [
+                r["length"],
+                r["memory"] or "none (LSTM only)",
+                f"{r['n_train']} / {r['batch_size']}",
+                f"{r['train_seq_per_s']:,.0f}",
+                f"{r['decode_seq_per_s']:,.0f}",
+            ]
+            for r in gpu["transducer_speed.jax"]["results"]
+        ]
+        blocks.append(
+            table(
+                ["length", "memory", "samples / batch", "training, seq/s", "greedy, seq/s"],
+                body,
+            )
+        )
+    if "transducer_decoding.jax" in gpu:
+        body = [
+            [
+                r["memory"],
+                r["strengths"],
+                f"{r['length']:,}",
+                f"{r['first_call_s']:.2f}",
+                f"{r['seconds']:.3f}",
+            ]
+            for r in gpu["transducer_decoding.jax"]["results"]
+        ]
+        blocks.append(
+            table(["memory", "strengths", "input tokens", "first call, s", "then, s"], body)
+        )
+    if "hull50_budget" in gpu:
+        row = gpu["hull50_budget"]
+        first = row["curve"][0]
+        blocks.append(heading("Convex hull n=50 under a budget on the GPU", 3))
+        blocks.append(
+            para(
+                f'The `pointer_budget` row of hull-50 with the "{row["settings"]}" '
+                f"preset (`random_state={row.get('random_state', 0)}`), with a budget of "
+                f"{row['budget_s']} s instead of the CPU's 1,200 s: exact share "
+                f"{row['greedy']['exact']:.3f} greedy, {row['beam3']['exact']:.3f} beam 3 "
+                f"after {row['epochs']} epochs of {row['n_train']:,} hulls (the CPU reached "
+                "0.678-0.727 in 1,200 s; published: 69.6 % trained on 5-50 points, 72.6 % "
+                "trained at 50). The first epoch ended after "
+                f"{first['seconds']:.0f} s and each later one took about "
+                f"{(row['curve'][-1]['seconds'] - first['seconds']) / (row['epochs'] - 1):.1f} s: "
+                "on JAX the batches cut to their longest sample compile one step per pair "
+                "of cut lengths, so most of the first epoch was compiling, not training."
+            )
+        )
+    return blocks
 
 
 def build_blocks(data, run):
@@ -963,6 +1139,9 @@ def build_blocks(data, run):
             )
         )
 
+    if any(k.startswith("precision") for k in data):
+        blocks += _precision_blocks(_speed_rows(data, "precision"), "on this machine's CPU", 3)
+
     if any(k.startswith("transducer_decoding") for k in data):
         rows = _speed_rows(data, "transducer_decoding")
         blocks.append(heading("Transducer: decoding one long input", 3))
@@ -1077,6 +1256,7 @@ def build_blocks(data, run):
             if section in data:
                 blocks.extend(_transduction_blocks(data[section], title, text, short))
 
+    blocks += _gpu_blocks(data)
     blocks.append(heading("Method notes", 2))
     blocks.append(
         para(
