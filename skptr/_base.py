@@ -34,7 +34,8 @@ from __future__ import annotations
 import math
 import reprlib
 import weakref
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from numbers import Integral, Real
 from typing import ClassVar
 
@@ -90,10 +91,14 @@ class CompilePolicy:
     unroll_steps : int
         The pointer network's recurrent layers are unrolled over sequences of at most
         this many steps (0: never).
-    cut_batches_steps : int
+    cut_batches_steps : dict of str to int
         A pointer fit of at least this many gradient steps trains in batches of
         similar lengths cut to their samples
-        (:class:`~skptr._batches.LengthGroupedBatches`), whose shapes vary.
+        (:class:`~skptr._batches.LengthGroupedBatches`), whose shapes vary; one
+        number per ``encoder`` of the pointer network.
+    cut_powers_of_two : bool
+        Whether those batches are cut to powers of two (fewer shapes, for a backend
+        that compiles the step once per shape) rather than to multiples of 8.
     """
 
     eager_steps: int
@@ -105,7 +110,10 @@ class CompilePolicy:
     jit_inference_work: int | None = None
     steps_per_execution: int = 1
     unroll_steps: int = 0
-    cut_batches_steps: int = 0
+    cut_batches_steps: Mapping[str, int] = field(
+        default_factory=lambda: {"recurrent": 0, "attention": 0}
+    )
+    cut_powers_of_two: bool = False
 
     def inference_jit(self, jit_inference, n_rows, length=1):
         """Whether an inference call of ``n_rows`` rows compiles its model with XLA.
@@ -173,11 +181,14 @@ class CompilePolicy:
 #:   recurrent layers are unrolled over at most 32 steps (about 6,000 instead of 4,000
 #:   sequences per second on convex hulls); several steps per call do not pay.
 #:   TensorFlow traces one graph for batches of every length, so every pointer fit cuts
-#:   its batches to their samples; JAX compiles the step again for each new pair of
-#:   lengths, so only fits of at least 512 steps do. On hulls of 5-50 points (attention
-#:   encoder, epochs of 50 steps, whole epochs sorted by length, which meets about as
-#:   many pairs of lengths) the first epoch took 114 s instead of 47 s and the
-#:   next ones 16.5 s instead of 25 s, so cutting paid after about 400 steps.
+#:   its batches to their samples; JAX compiles the step again for each new pair of cut
+#:   lengths, so it cuts to powers of two (5 pairs instead of 8 on hulls of 5-50
+#:   points), and only in fits of at least 256 steps with the attention encoder and
+#:   4,096 with the recurrent one. On those hulls (6,400 instances, epochs of 50
+#:   steps, random_state 0-2), cutting made epochs of the attention encoder 1.4 times
+#:   faster for 9-18 s more compiling (paid after 150-270 steps); the recurrent
+#:   encoder's epochs, only 1.1-1.3 times faster for 51-55 s more (paid after
+#:   1,250-4,000 steps).
 COMPILE_POLICY = {
     "tensorflow": CompilePolicy(
         eager_steps=10,
@@ -196,7 +207,8 @@ COMPILE_POLICY = {
         jit_length=None,
         jit_opt_in=False,
         unroll_steps=32,
-        cut_batches_steps=512,
+        cut_batches_steps={"recurrent": 4096, "attention": 256},
+        cut_powers_of_two=True,
     ),
 }
 

@@ -164,13 +164,20 @@ GROUP_WINDOW = 8
 
 #: Batches of :class:`LengthGroupedBatches` are cut to a multiple of this many steps, so
 #: that the compiled training step sees a few shapes (one per multiple) and is traced or
-#: compiled once for each.
+#: compiled once for each; with ``powers_of_two``, to a power of two of at least this.
 EXTENT_STEP = 8
 
 
-def _rounded_extents(extents, full):
-    """``extents`` rounded up to a multiple of :data:`EXTENT_STEP`, at most ``full``."""
-    return np.minimum(-(-np.maximum(extents, 1) // EXTENT_STEP) * EXTENT_STEP, full)
+def _rounded_extents(extents, full, powers_of_two=False):
+    """``extents`` rounded up to a multiple of :data:`EXTENT_STEP` (or to a power of
+    two of at least :data:`EXTENT_STEP`), at most ``full``."""
+    extents = np.maximum(np.asarray(extents, dtype=np.int64), 1)
+    if powers_of_two:
+        exponents = np.ceil(np.log2(np.maximum(extents, EXTENT_STEP)))
+        rounded = np.left_shift(1, exponents.astype(np.int64))
+    else:
+        rounded = -(-extents // EXTENT_STEP) * EXTENT_STEP
+    return np.minimum(rounded, full)
 
 
 class LengthGroupedBatches(ShuffledBatches):
@@ -179,9 +186,10 @@ class LengthGroupedBatches(ShuffledBatches):
     Padding costs as much as data in a training step. Each epoch draws its samples as
     :class:`ShuffledBatches` does, then, within each window of :data:`GROUP_WINDOW`
     batches of that order, orders them by their extents rounded up to a multiple of
-    :data:`EXTENT_STEP` (a stable sort, so samples of the same rounded extents stay in
-    random order), cuts the result into batches and shuffles the batches. Each batch
-    is then cut along its padded axes to its longest sample, rounded up the same way.
+    :data:`EXTENT_STEP` or to a power of two (a stable sort, so samples of the same
+    rounded extents stay in random order), cuts the result into batches and shuffles
+    the batches. Each batch is then cut along its padded axes to its longest sample,
+    rounded up the same way.
     The loss of a sample does not depend on the padding around it, so a batch's loss
     and gradient are those of the same samples padded to the longest of all; only
     which samples share a batch changes.
@@ -199,14 +207,19 @@ class LengthGroupedBatches(ShuffledBatches):
     trim : callable
         ``trim(inputs, targets, sizes)`` returns a batch's inputs and targets cut to
         ``sizes`` (one per axis of ``extents``, each at least the batch's extents).
+    powers_of_two : bool, default=False
+        Round the cuts up to powers of two rather than to multiples of
+        :data:`EXTENT_STEP`: fewer shapes (about log2 of the longest extent per axis)
+        for a backend that compiles the step once per shape, against more padding.
     """
 
-    def __init__(self, data, batch_size, seed, extents, trim):
+    def __init__(self, data, batch_size, seed, extents, trim, powers_of_two=False):
         super().__init__(data, batch_size, seed)
         self.extents = np.asarray(extents, dtype=np.int64).reshape(len(data.lengths), -1)
         self.full = self.extents.max(axis=0)
         self.trim = trim
-        rounded = _rounded_extents(self.extents, self.full)
+        self.powers_of_two = bool(powers_of_two)
+        rounded = _rounded_extents(self.extents, self.full, self.powers_of_two)
         # One integer per sample that sorts as its rounded extents do, axis by axis.
         self.group = np.ravel_multi_index(tuple(rounded.T), tuple(self.full + 1))
 
@@ -224,7 +237,7 @@ class LengthGroupedBatches(ShuffledBatches):
         """Inputs and targets of batch ``index`` of the current epoch, cut to its
         longest sample along each padded axis (rounded up)."""
         members = self.epoch_order()[index]
-        sizes = _rounded_extents(self.extents[members].max(axis=0), self.full)
+        sizes = _rounded_extents(self.extents[members].max(axis=0), self.full, self.powers_of_two)
         inputs, targets = take(self.data.inputs, members), self.data.targets[members]
         return self.trim(inputs, targets, tuple(int(size) for size in sizes))
 

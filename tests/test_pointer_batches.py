@@ -58,11 +58,14 @@ def test_a_cut_batch_has_the_losses_of_the_padded_batch(encoder, bidirectional):
     assert np.all(np.isfinite(np.asarray(cut_losses)))
 
 
-def _batches(lengths, batch_size, seed=0):
+def _batches(lengths, batch_size, seed=0, powers_of_two=False):
     rng = np.random.default_rng(1)
     data = _encoded(*_ordered_subsets(rng, lengths))
     extents = PointerCodec.training_extents(data)
-    return data, LengthGroupedBatches(data, batch_size, seed, extents, PointerCodec.trim_batch)
+    batches = LengthGroupedBatches(
+        data, batch_size, seed, extents, PointerCodec.trim_batch, powers_of_two=powers_of_two
+    )
+    return data, batches
 
 
 def _rounded(extent, full):
@@ -104,6 +107,27 @@ def test_grouped_batches_cover_the_samples_and_are_cut_to_their_longest_sample()
     assert len(shapes) <= 5 * 6  # input steps in 8..40 by 8, target steps in 8..41
 
 
+def test_cuts_to_powers_of_two_meet_fewer_shapes():
+    lengths = np.random.default_rng(2).integers(2, 41, size=300)
+    data, batches = _batches(lengths, batch_size=16, powers_of_two=True)
+    full_steps, full_outputs = data.inputs["values"].shape[1], data.targets.shape[1]
+    assert full_steps == 40 and 32 < full_outputs <= 41
+    shapes = set()
+    for _ in range(3):
+        batches.shuffle()
+        for index, members in enumerate(batches.epoch_order()):
+            inputs, targets = batches.batch(index)
+            longest = int(data.lengths[members].max())
+            steps = inputs["values"].shape[1]
+            # The smallest of 8, 16, 32 and the full 40 that holds the longest sample.
+            assert steps == min(s for s in (8, 16, 32, 40) if s >= longest)
+            outputs = int((data.targets[members] >= 0).sum(axis=1).max())
+            assert targets.shape[1] == min(s for s in (8, 16, 32, full_outputs) if s >= outputs)
+            assert np.all(targets[targets >= 0] <= steps)
+            shapes.add((steps, targets.shape[1]))
+    assert len(shapes) <= 4 * 4
+
+
 def test_grouped_batches_are_repeatable_and_change_between_epochs():
     lengths = np.random.default_rng(3).integers(2, 30, size=200)
     _, first = _batches(lengths, batch_size=8, seed=5)
@@ -135,18 +159,26 @@ def test_fits_of_enough_steps_for_the_backend_cut_their_batches(monkeypatch):
     X = [rng.random(size) for size in rng.integers(2, 9, size=256)]
     y = [np.argsort(x) for x in X]
     backend = keras.backend.backend()
-    policy = dataclasses.replace(COMPILE_POLICY[backend], cut_batches_steps=10)
-    monkeypatch.setitem(COMPILE_POLICY, backend, policy)
-    for epochs, cut in ((4, False), (5, True)):  # 2 batches of 128 per epoch
-        est = PointerNetworkOrderer(epochs=epochs)
-        data = est._prepare_training_data(X, y, reset=True)
-        batches = est._training_batches(data, est.batch_size, 0)
-        assert isinstance(batches, LengthGroupedBatches) is cut
+    for powers_of_two in (False, True):
+        policy = dataclasses.replace(
+            COMPILE_POLICY[backend],
+            cut_batches_steps={"recurrent": 10, "attention": 10},
+            cut_powers_of_two=powers_of_two,
+        )
+        monkeypatch.setitem(COMPILE_POLICY, backend, policy)
+        for epochs, cut in ((4, False), (5, True)):  # 2 batches of 128 per epoch
+            est = PointerNetworkOrderer(epochs=epochs)
+            data = est._prepare_training_data(X, y, reset=True)
+            batches = est._training_batches(data, est.batch_size, 0)
+            assert isinstance(batches, LengthGroupedBatches) is cut
+            assert not cut or batches.powers_of_two is powers_of_two
 
 
 def _cutting_every_fit(monkeypatch):
     backend = keras.backend.backend()
-    policy = dataclasses.replace(COMPILE_POLICY[backend], cut_batches_steps=0)
+    policy = dataclasses.replace(
+        COMPILE_POLICY[backend], cut_batches_steps={"recurrent": 0, "attention": 0}
+    )
     monkeypatch.setitem(COMPILE_POLICY, backend, policy)
 
 
@@ -168,7 +200,9 @@ def test_a_fit_in_cut_batches_runs_on_every_backend(monkeypatch):
 )
 def test_sequences_of_mixed_lengths_train_in_grouped_batches_and_learn(monkeypatch):
     backend = keras.backend.backend()
-    policy = dataclasses.replace(COMPILE_POLICY[backend], cut_batches_steps=0)
+    policy = dataclasses.replace(
+        COMPILE_POLICY[backend], cut_batches_steps={"recurrent": 0, "attention": 0}
+    )
     monkeypatch.setitem(COMPILE_POLICY, backend, policy)
     rng = np.random.default_rng(0)
     X = [rng.random(size) for size in rng.integers(2, 25, size=3000)]

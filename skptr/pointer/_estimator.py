@@ -327,7 +327,8 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
     def _training_batches(self, data, batch_size, seed):
         padded = super()._training_batches(data, batch_size, seed)
         n_steps = int(self.epochs) * len(padded)
-        if n_steps < COMPILE_POLICY[keras.backend.backend()].cut_batches_steps:
+        policy = COMPILE_POLICY[keras.backend.backend()]
+        if n_steps < policy.cut_batches_steps[self.encoder]:
             return padded
         return LengthGroupedBatches(
             data,
@@ -335,6 +336,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
             seed,
             PointerCodec.training_extents(data),
             PointerCodec.trim_batch,
+            powers_of_two=policy.cut_powers_of_two,
         )
 
     def _widths(self):
