@@ -14,6 +14,7 @@ import keras
 import numpy as np
 
 from skptr import NeuralStackTransducer, PointerNetworkOrderer
+from skptr.metrics import coarse_accuracy, sequence_accuracy
 
 from ._common import Stopwatch, device_info, median_rate
 
@@ -26,7 +27,8 @@ ALPHABET = list("abcdefgh")
 
 
 def _tasks(config):
-    """The inputs, targets and test data of both models, drawn with NumPy."""
+    """The inputs, targets, test data and exact-match metric of both models, drawn
+    with NumPy."""
     rng = np.random.default_rng(config.get("data_seed", 0))
     n, n_test, length = config["n_train"], config["n_test"], config["length"]
     points = rng.random((n + n_test, length, 2))
@@ -36,14 +38,15 @@ def _tasks(config):
     ]
     reversed_strings = [s[::-1] for s in strings]
     return {
-        "pointer network": (points[:n], order[:n], points[n:], order[n:]),
-        "transducer": (strings[:n], reversed_strings[:n], strings[n:], reversed_strings[n:]),
+        "pointer network": (points[:n], order[:n], points[n:], order[n:], sequence_accuracy),
+        "transducer": (
+            strings[:n],
+            reversed_strings[:n],
+            strings[n:],
+            reversed_strings[n:],
+            coarse_accuracy,
+        ),
     }
-
-
-def _exact_share(predicted, expected):
-    pairs = zip(predicted, expected, strict=True)
-    return float(np.mean([list(map(str, a)) == list(map(str, b)) for a, b in pairs]))
 
 
 def _make(model, config, policy, batch_size):
@@ -81,7 +84,7 @@ def precision(config, log):
     accelerator = device_info()["accelerator"]
     policies = config.get("policies", POLICIES)
     rows = []
-    for model, (X, y, X_test, y_test) in _tasks(config).items():
+    for model, (X, y, X_test, y_test, exact_share) in _tasks(config).items():
         for batch_size in config["batch_sizes"]:
             estimators, figures = {}, {}
             for policy in policies:
@@ -92,7 +95,7 @@ def precision(config, log):
                 estimators[policy] = est.set_params(warm_start=True, epochs=1)
                 figures[policy] = {
                     "first_fit_s": first.elapsed,
-                    "exact": _exact_share(prediction, y_test),
+                    "exact": exact_share(y_test, prediction),
                     "train_seconds": [],
                     "decode_seconds": [],
                 }
@@ -112,6 +115,7 @@ def precision(config, log):
                     "policy": policy,
                     "batch_size": batch_size,
                     "hidden_size": config["hidden_size"],
+                    "length": config["length"],
                     "n_train": len(X),
                     "n_test": len(X_test),
                     "epochs": config["epochs"],
