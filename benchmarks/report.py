@@ -874,7 +874,43 @@ def _gpu_blocks(data):
                 "of cut lengths, so most of the first epoch was compiling, not training."
             )
         )
+    if "hull50_batches" in gpu:
+        blocks += _gpu_batches_blocks(gpu["hull50_batches"])
     return blocks
+
+
+def _gpu_batches_blocks(section):
+    """Hull-50 on the GPU in cut and in padded batches (``benchmarks.gpu_batches``)."""
+    body = []
+    for row in section["results"]:
+        first = row["curve"][0]["seconds"]
+        later = (row["curve"][-1]["seconds"] - first) / max(row["epochs"] - 1, 1)
+        body.append(
+            [
+                row["batches"],
+                f"{first:.0f}",
+                f"{later:.1f}",
+                str(row["epochs"]),
+                f"{row['greedy']['exact']:.3f}",
+                f"{row['beam3']['exact']:.3f}",
+            ]
+        )
+    row = section["results"][0]
+    return [
+        heading("Cut or padded batches on the GPU", 3),
+        para(
+            f"The hull-50 pool ({row['n_train']:,} hulls of 5-50 points), "
+            f'"{row["settings"]}" preset, `random_state={row["random_state"]}`, '
+            f"{row['budget_s']} s of training each way, each in its own process "
+            "(`python -m benchmarks.gpu_batches`). Cut batches compile one step per pair "
+            "of cut lengths and run no faster than padded ones, so JAX pads them on a GPU "
+            "or TPU (see the compile policy). " + section["note"]
+        ),
+        table(
+            ["batches", "first epoch, s", "later epochs, s", "epochs", "greedy", "beam 3"],
+            body,
+        ),
+    ]
 
 
 def build_blocks(data, run):

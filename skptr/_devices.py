@@ -31,7 +31,7 @@ import functools
 
 import keras
 
-__all__ = ["ALL_DEVICES", "TENSORFLOW_STRATEGIES", "Placement", "placement_of"]
+__all__ = ["ALL_DEVICES", "TENSORFLOW_STRATEGIES", "Placement", "on_accelerator", "placement_of"]
 
 #: The ``devices`` value that selects every local device.
 ALL_DEVICES = "all"
@@ -203,3 +203,22 @@ def _all_local_devices(backend):
         return _ONE_DEVICE
     strategy = tf.distribute.MirroredStrategy([device.name for device in devices])
     return Placement(len(devices), strategy)
+
+
+def on_accelerator():
+    """Whether the backend's default device is an accelerator (a GPU or TPU).
+
+    Returns
+    -------
+    bool
+    """
+    return _default_platform(keras.backend.backend()) != "cpu"
+
+
+@functools.cache
+def _default_platform(backend):
+    if backend == "jax":
+        return keras.distribution.list_devices()[0].split(":")[0].lower()
+    import tensorflow as tf
+
+    return "gpu" if tf.config.list_logical_devices("GPU") else "cpu"

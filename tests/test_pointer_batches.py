@@ -9,6 +9,7 @@ import pytest
 from skptr import PointerNetworkOrderer
 from skptr._base import COMPILE_POLICY
 from skptr._batches import EXTENT_STEP, LengthGroupedBatches
+from skptr.pointer import _estimator as pointer_estimator
 from skptr.pointer._codec import PointerCodec
 from skptr.pointer._layers import PointerNetwork, masked_pointer_crossentropy
 
@@ -172,6 +173,35 @@ def test_fits_of_enough_steps_for_the_backend_cut_their_batches(monkeypatch):
             batches = est._training_batches(data, est.batch_size, 0)
             assert isinstance(batches, LengthGroupedBatches) is cut
             assert not cut or batches.powers_of_two is powers_of_two
+
+
+@pytest.mark.parametrize("cut_on_accelerators", [False, True])
+def test_on_an_accelerator_batches_are_cut_only_where_the_policy_says(
+    monkeypatch, cut_on_accelerators
+):
+    rng = np.random.default_rng(1)
+    X = [rng.random(size) for size in rng.integers(2, 9, size=256)]
+    y = [np.argsort(x) for x in X]
+    backend = keras.backend.backend()
+    policy = dataclasses.replace(
+        COMPILE_POLICY[backend],
+        cut_batches_steps={"recurrent": 0, "attention": 0},
+        cut_on_accelerators=cut_on_accelerators,
+    )
+    monkeypatch.setitem(COMPILE_POLICY, backend, policy)
+    est = PointerNetworkOrderer(epochs=5)
+    data = est._prepare_training_data(X, y, reset=True)
+    for accelerator, cut in ((False, True), (True, cut_on_accelerators)):
+        monkeypatch.setattr(pointer_estimator, "on_accelerator", lambda a=accelerator: a)
+        batches = est._training_batches(data, est.batch_size, 0)
+        assert isinstance(batches, LengthGroupedBatches) is cut
+
+
+def test_jax_keeps_padded_batches_on_accelerators_only():
+    assert COMPILE_POLICY["jax"].cuts_batches("attention", 256, accelerator=False)
+    assert not COMPILE_POLICY["jax"].cuts_batches("attention", 255, accelerator=False)
+    assert not COMPILE_POLICY["jax"].cuts_batches("attention", 10**6, accelerator=True)
+    assert COMPILE_POLICY["tensorflow"].cuts_batches("recurrent", 1, accelerator=True)
 
 
 def _cutting_every_fit(monkeypatch):

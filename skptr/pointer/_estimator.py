@@ -12,6 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._backend import quiet_retracing
 from .._base import COMPILE_POLICY, SequenceEstimatorBase
 from .._batches import LengthGroupedBatches, power_of_two_at_most, take
+from .._devices import on_accelerator
 from .._limits import MAX_DEPTH, MAX_WIDTH
 from .._sequences import check_orderings
 from ..metrics import _checked_position_accuracy
@@ -328,7 +329,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         padded = super()._training_batches(data, batch_size, seed)
         n_steps = int(self.epochs) * len(padded)
         policy = COMPILE_POLICY[keras.backend.backend()]
-        if n_steps < policy.cut_batches_steps[self.encoder]:
+        if not policy.cuts_batches(self.encoder, n_steps, on_accelerator()):
             return padded
         return LengthGroupedBatches(
             data,

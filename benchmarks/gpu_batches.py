@@ -1,0 +1,48 @@
+"""Hull-50 under a budget on JAX, in batches cut to their samples or padded.
+
+``python -m benchmarks.gpu_batches {cut,padded} SECONDS OUTPUT.json`` trains the
+``"attention, cycle"`` preset on the ``pointer_budget`` hull50 pool (``random_state=0``)
+for ``SECONDS`` of training and writes its ``pointer_budget`` row, with the compile
+policy it ran under. ``cut`` cuts the batches to powers of two (JAX's rule on a CPU),
+``padded`` pads every batch to the longest sequence (JAX's rule on a GPU or TPU); run
+each in a process of its own, so that neither reuses the other's compiled steps. The
+rows of ``benchmarks/results/gpu/hull50_batches.json`` were measured this way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+
+
+def main(argv=None):
+    mode, seconds, output = argv if argv is not None else sys.argv[1:]
+    from skptr import _base
+
+    from . import budget
+    from .__main__ import CYCLES_PRESET, configuration
+    from ._common import device_info
+
+    policy = _base.COMPILE_POLICY["jax"]
+    huge = {"recurrent": 2**62, "attention": 2**62}
+    _base.COMPILE_POLICY["jax"] = (
+        dataclasses.replace(policy, cut_on_accelerators=True)
+        if mode == "cut"
+        else dataclasses.replace(policy, cut_batches_steps=huge)
+    )
+    config = configuration(quick=False)["pointer_budget"]
+    config["seconds"] = {"hull50": int(seconds)}
+    preset = {**CYCLES_PRESET, "encoder": "attention", "num_layers": 2}
+    data = (
+        *budget._training_pool("hull50", config["n_train"]["hull50"]),
+        *budget._numpy_task("hull50", config["n_test"], seed=1000),
+    )
+    row = budget._budget_run(config, "hull50", data, "attention, cycle", preset, print)
+    row.update(batches=mode, random_state=0, device=device_info())
+    with open(output, "w") as file:
+        json.dump(row, file, indent=1)
+
+
+if __name__ == "__main__":
+    main()
