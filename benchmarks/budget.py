@@ -26,6 +26,7 @@ from skptr.metrics import sequence_accuracy, tour_length
 
 from ._common import Stopwatch, check, median_rate
 from ._torch_reference import TorchProcess, torch_available
+from .quality import hull_area_coverage
 
 __all__ = ["pointer_budget", "pointer_vs_torch"]
 
@@ -210,7 +211,10 @@ def _scores(task, X, y, prediction):
     if task.startswith("tsp"):
         best = tour_length(X, y).mean()
         return {"tour_ratio": float(tour_length(X, prediction).mean() / best)}
-    return {"exact": float(sequence_accuracy(y, prediction))}
+    scores = {"exact": float(sequence_accuracy(y, prediction))}
+    if task.startswith("hull"):
+        scores["area_coverage"] = float(hull_area_coverage(X, prediction).mean())
+    return scores
 
 
 def _per_task(value, task):

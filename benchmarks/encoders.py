@@ -1,7 +1,9 @@
 """Budget rows of the pointer network's attention encoder beside the existing ones.
 
-``python -m benchmarks.encoders [--tasks hull10 tsp10] [--seeds 0]`` trains the
-``"attention, cycle"`` preset (the cycles preset with ``encoder="attention"``) under
+``python -m benchmarks.encoders [--tasks hull10 tsp10] [--seeds 0] [--attention general]
+[--dtype-policy mixed_bfloat16] [--learning-rate-decay 0.97]`` trains the ``"attention,
+cycle"`` preset (the cycles preset with ``encoder="attention"``; the scorer, the dtype
+policy and the decay, when given, are set in the preset and named in its name) under
 the budget of ``pointer_budget`` and appends its rows to
 ``benchmarks/results/pointer_budget.json`` (replacing earlier rows of the same task,
 preset and seed), so that the report compares it with the recurrent encoder's rows
@@ -23,6 +25,11 @@ def main(argv=None):
     parser.add_argument("--tasks", nargs="+", default=["hull10", "tsp10"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
     parser.add_argument("--num-layers", type=int, default=2)
+    parser.add_argument("--attention", default="additive", help="the pointer scorer")
+    parser.add_argument("--dtype-policy", default=None, help="e.g. mixed_bfloat16")
+    parser.add_argument(
+        "--learning-rate-decay", type=float, default=None, help="instead of the preset's"
+    )
     args = parser.parse_args(argv)
 
     from . import budget, report
@@ -31,6 +38,15 @@ def main(argv=None):
     config = configuration(quick=False)["pointer_budget"]
     preset = {**CYCLES_PRESET, "encoder": "attention", "num_layers": args.num_layers}
     name = "attention, cycle"
+    if args.attention != "additive":
+        preset["attention"] = args.attention
+        name += f", {args.attention} scorer"
+    if args.dtype_policy is not None:
+        preset["dtype_policy"] = args.dtype_policy
+        name += f", {args.dtype_policy}"
+    if args.learning_rate_decay is not None:
+        preset["learning_rate_decay"] = args.learning_rate_decay
+        name += f", decay {args.learning_rate_decay}"
     path = RESULTS_DIR / "pointer_budget.json"
     section = read_json(path)
     note = (

@@ -250,6 +250,14 @@ def _plot_budget(rows, path):
     plt.close(fig)
 
 
+def _budget_cell(scores, metric):
+    """A budget row's score, with the hull's area coverage where it was measured."""
+    text = f"{scores[metric]:.3f}"
+    if "area_coverage" in scores:
+        text += f" (area {100 * scores['area_coverage']:.1f} %)"
+    return text
+
+
 def _torch_blocks(section):
     row = section["results"][0]
     commit = section["device"].get("skptr_commit", "?")
@@ -336,8 +344,8 @@ def _budget_blocks(section):
                 + (f", random_state={row['random_state']}" if "random_state" in row else ""),
                 f"{row['seconds']:.0f} s, {row['epochs']} epochs of {row['n_train']:,}",
                 metric.replace("_", " "),
-                f"{row['greedy'][metric]:.3f}",
-                f"{row[beam][metric]:.3f}",
+                _budget_cell(row["greedy"], metric),
+                _budget_cell(row[beam], metric),
                 f"{row['greedy_ms_per_instance']:.3f} / {row[beam + '_ms_per_instance']:.3f}",
             ]
         )
