@@ -1,9 +1,9 @@
 """Hull-50 under a budget on JAX, in batches cut to their samples or padded.
 
-``python -m benchmarks.gpu_batches {cut,padded} SECONDS OUTPUT.json`` trains the
-``"attention, cycle"`` preset on the ``pointer_budget`` hull50 pool (``random_state=0``)
-for ``SECONDS`` of training and writes its ``pointer_budget`` row, with the compile
-policy it ran under. ``cut`` cuts the batches to powers of two (JAX's rule on a CPU),
+``python -m benchmarks.gpu_batches {cut,padded} SECONDS OUTPUT.json [NAME=JSON ...]``
+trains the ``"attention, cycle"`` preset, with the hyperparameters given changed, on the
+``pointer_budget`` hull50 pool (``random_state=0``) for ``SECONDS`` of training and
+writes its ``pointer_budget`` row. ``cut`` cuts the batches to powers of two (JAX's rule on a CPU),
 ``padded`` pads every batch to the longest sequence (JAX's rule on a GPU or TPU); run
 each in a process of its own, so that neither reuses the other's compiled steps. The
 rows of ``benchmarks/results/gpu/hull50_batches.json`` were measured this way.
@@ -17,7 +17,7 @@ import sys
 
 
 def main(argv=None):
-    mode, seconds, output = argv if argv is not None else sys.argv[1:]
+    mode, seconds, output, *changes = argv if argv is not None else sys.argv[1:]
     from skptr import _base
 
     from . import budget
@@ -34,11 +34,16 @@ def main(argv=None):
     config = configuration(quick=False)["pointer_budget"]
     config["seconds"] = {"hull50": int(seconds)}
     preset = {**CYCLES_PRESET, "encoder": "attention", "num_layers": 2}
+    name = "attention, cycle"
+    for change in changes:
+        key, value = change.split("=", 1)
+        preset[key] = json.loads(value)
+        name += f", {key}={preset[key]}"
     data = (
         *budget._training_pool("hull50", config["n_train"]["hull50"]),
         *budget._numpy_task("hull50", config["n_test"], seed=1000),
     )
-    row = budget._budget_run(config, "hull50", data, "attention, cycle", preset, print)
+    row = budget._budget_run(config, "hull50", data, name, preset, print)
     row.update(batches=mode, random_state=0, device=device_info())
     with open(output, "w") as file:
         json.dump(row, file, indent=1)

@@ -895,6 +895,7 @@ def _gpu_batches_blocks(section):
         later = (row["curve"][-1]["seconds"] - first) / max(row["epochs"] - 1, 1)
         body.append(
             [
+                row["settings"],
                 row["batches"],
                 f"{first:.0f}",
                 f"{later:.1f}",
@@ -908,14 +909,14 @@ def _gpu_batches_blocks(section):
         heading("Cut or padded batches on the GPU", 3),
         para(
             f"The hull-50 pool ({row['n_train']:,} hulls of 5-50 points), "
-            f'"{row["settings"]}" preset, `random_state={row["random_state"]}`, '
-            f"{row['budget_s']} s of training each way, each in its own process "
-            "(`python -m benchmarks.gpu_batches`). Cut batches compile one step per pair "
-            "of cut lengths and run no faster than padded ones, so JAX pads them on a GPU "
-            "or TPU (see the compile policy). " + section["note"]
+            f"`random_state={row['random_state']}`, {row['budget_s']} s of training, "
+            "each row in its own process (`python -m benchmarks.gpu_batches`); "
+            "'later' is the mean time of the later epochs, in seconds. Cut batches "
+            "compile one step per pair of cut lengths and run no faster than padded "
+            "ones, so JAX pads them on a GPU or TPU (see the compile policy). " + section["note"]
         ),
         table(
-            ["batches", "first epoch, s", "later epochs, s", "epochs", "greedy", "beam 3"],
+            ["settings", "batches", "first epoch, s", "later", "epochs", "greedy", "beam 3"],
             body,
         ),
     ]
