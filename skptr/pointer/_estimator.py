@@ -82,6 +82,10 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         ``max(1, hidden_size // n_heads)`` wide.
     attention : {"additive", "dot", "general"}, default="additive"
         Pointer scorer: ``vᵀ tanh(W1 e_j + W2 d_i)``, ``d_iᵀ e_j`` or ``d_iᵀ W e_j``.
+        The last two score all positions with one matrix product, where the first
+        computes a ``tanh`` for every pair of step and position: cheaper epochs, which
+        paid under a CPU time budget on tours of 20 cities but not on convex hulls,
+        where the additive scorer learns more per epoch (see the user guide).
     n_glimpses : int, default=0
         Glimpses before each pointing step (Bello et al. 2016): a second scorer of the
         same kind attends over the positions still allowed, and the weighted mean of
