@@ -19,6 +19,48 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from ._common import RESULTS_DIR, device_info, read_json, write_json
 
+#: How the preset's name shows a hyperparameter changed from the "attention, cycle"
+#: preset (two blocks by default).
+_CHANGE_NAMES = {
+    "attention": "{} scorer",
+    "dtype_policy": "{}",
+    "learning_rate_decay": "decay {}",
+}
+
+
+def attention_preset(changes=None):
+    """The "attention, cycle" preset with ``changes``, and its name in the rows.
+
+    Parameters
+    ----------
+    changes : dict, optional
+        Hyperparameters to set; each but ``num_layers`` is named in the name.
+
+    Returns
+    -------
+    name : str
+    preset : dict
+    """
+    from .__main__ import CYCLES_PRESET
+
+    preset = {**CYCLES_PRESET, "encoder": "attention", "num_layers": 2}
+    name = "attention, cycle"
+    for key, value in (changes or {}).items():
+        preset[key] = value
+        if key != "num_layers":
+            name += ", " + _CHANGE_NAMES.get(key, key + "={}").format(value)
+    return name, preset
+
+
+def budget_data(config, task):
+    """The training pool and the NumPy-drawn test set of a ``pointer_budget`` task."""
+    from . import budget
+
+    return (
+        *budget._training_pool(task, budget._per_task(config["n_train"], task)),
+        *budget._numpy_task(task, config["n_test"], seed=1000),
+    )
+
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -33,20 +75,17 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     from . import budget, report
-    from .__main__ import CYCLES_PRESET, configuration
+    from .__main__ import configuration
 
     config = configuration(quick=False)["pointer_budget"]
-    preset = {**CYCLES_PRESET, "encoder": "attention", "num_layers": args.num_layers}
-    name = "attention, cycle"
+    changes = {"num_layers": args.num_layers}
     if args.attention != "additive":
-        preset["attention"] = args.attention
-        name += f", {args.attention} scorer"
+        changes["attention"] = args.attention
     if args.dtype_policy is not None:
-        preset["dtype_policy"] = args.dtype_policy
-        name += f", {args.dtype_policy}"
+        changes["dtype_policy"] = args.dtype_policy
     if args.learning_rate_decay is not None:
-        preset["learning_rate_decay"] = args.learning_rate_decay
-        name += f", decay {args.learning_rate_decay}"
+        changes["learning_rate_decay"] = args.learning_rate_decay
+    name, preset = attention_preset(changes)
     path = RESULTS_DIR / "pointer_budget.json"
     section = read_json(path)
     note = (
@@ -58,10 +97,7 @@ def main(argv=None):
         section["note"] = section.get("note", "") + note
     device = device_info()
     for task in args.tasks:
-        data = (
-            *budget._training_pool(task, budget._per_task(config["n_train"], task)),
-            *budget._numpy_task(task, config["n_test"], seed=1000),
-        )
+        data = budget_data(config, task)
         for seed in args.seeds:
             row = budget._budget_run(config, task, data, name, preset, print, random_state=seed)
             row.update(random_state=seed, skptr_commit=device["skptr_commit"])

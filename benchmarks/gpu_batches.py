@@ -3,10 +3,10 @@
 ``python -m benchmarks.gpu_batches {cut,padded} SECONDS OUTPUT.json [NAME=JSON ...]``
 trains the ``"attention, cycle"`` preset, with the hyperparameters given changed, on the
 ``pointer_budget`` hull50 pool (``random_state=0``) for ``SECONDS`` of training and
-writes its ``pointer_budget`` row. ``cut`` cuts the batches to powers of two (JAX's rule on a CPU),
-``padded`` pads every batch to the longest sequence (JAX's rule on a GPU or TPU); run
-each in a process of its own, so that neither reuses the other's compiled steps. The
-rows of ``benchmarks/results/gpu/hull50_batches.json`` were measured this way.
+writes its ``pointer_budget`` row. ``cut`` cuts the batches to powers of two (JAX's
+rule on a CPU), ``padded`` pads every batch to the longest sequence (JAX's rule on a GPU
+or TPU); run each in a process of its own, so that neither reuses the other's compiled
+steps. The rows of ``benchmarks/results/gpu/hull50_batches.json`` were measured this way.
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ def main(argv=None):
     from skptr import _base
 
     from . import budget
-    from .__main__ import CYCLES_PRESET, configuration
+    from .__main__ import configuration
     from ._common import device_info
+    from .encoders import attention_preset, budget_data
 
     policy = _base.COMPILE_POLICY["jax"]
     huge = {"recurrent": 2**62, "attention": 2**62}
@@ -33,17 +34,10 @@ def main(argv=None):
     )
     config = configuration(quick=False)["pointer_budget"]
     config["seconds"] = {"hull50": int(seconds)}
-    preset = {**CYCLES_PRESET, "encoder": "attention", "num_layers": 2}
-    name = "attention, cycle"
-    for change in changes:
-        key, value = change.split("=", 1)
-        preset[key] = json.loads(value)
-        name += f", {key}={preset[key]}"
-    data = (
-        *budget._training_pool("hull50", config["n_train"]["hull50"]),
-        *budget._numpy_task("hull50", config["n_test"], seed=1000),
+    name, preset = attention_preset(
+        {key: json.loads(value) for key, value in (c.split("=", 1) for c in changes)}
     )
-    row = budget._budget_run(config, "hull50", data, name, preset, print)
+    row = budget._budget_run(config, "hull50", budget_data(config, "hull50"), name, preset, print)
     row.update(batches=mode, random_state=0, device=device_info())
     with open(output, "w") as file:
         json.dump(row, file, indent=1)

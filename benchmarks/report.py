@@ -877,7 +877,7 @@ def _gpu_blocks(data):
                 f"published: {PUBLISHED_HULL[50][0]} trained on 5-50 points). The first "
                 "epoch ended after "
                 f"{first['seconds']:.0f} s and each later one took about "
-                f"{(row['curve'][-1]['seconds'] - first['seconds']) / (row['epochs'] - 1):.1f} s: "
+                f"{_later_epoch_seconds(row):.1f} s: "
                 "on JAX the batches cut to their longest sample compile one step per pair "
                 "of cut lengths, so most of the first epoch was compiling, not training."
             )
@@ -887,18 +887,22 @@ def _gpu_blocks(data):
     return blocks
 
 
+def _later_epoch_seconds(row):
+    """Mean training seconds of a budget row's epochs after the first."""
+    curve = row["curve"]
+    return (curve[-1]["seconds"] - curve[0]["seconds"]) / max(row["epochs"] - 1, 1)
+
+
 def _gpu_batches_blocks(section):
     """Hull-50 on the GPU in cut and in padded batches (``benchmarks.gpu_batches``)."""
     body = []
     for row in section["results"]:
-        first = row["curve"][0]["seconds"]
-        later = (row["curve"][-1]["seconds"] - first) / max(row["epochs"] - 1, 1)
         body.append(
             [
                 row["settings"],
                 row["batches"],
-                f"{first:.0f}",
-                f"{later:.1f}",
+                f"{row['curve'][0]['seconds']:.0f}",
+                f"{_later_epoch_seconds(row):.1f}",
                 str(row["epochs"]),
                 f"{row['greedy']['exact']:.3f}",
                 f"{row['beam3']['exact']:.3f}",

@@ -217,8 +217,6 @@ def on_accelerator():
 
 @functools.cache
 def _default_platform(backend):
-    if backend == "jax":
-        return keras.distribution.list_devices()[0].split(":")[0].lower()
-    import tensorflow as tf
-
-    return "gpu" if tf.config.list_logical_devices("GPU") else "cpu"
+    # Keras lists the accelerators first and the CPU only when there is none, as
+    # "platform:index" on every backend.
+    return keras.distribution.list_devices()[0].split(":")[0].lower()
