@@ -17,10 +17,17 @@ decoders are.
 
 from __future__ import annotations
 
+import math
+
 import keras
 from keras import layers, ops
 
-__all__ = ["ReferenceGreedyDecoder", "Seq2SeqReference", "build_reference"]
+__all__ = [
+    "ReferenceGreedyDecoder",
+    "Seq2SeqReference",
+    "build_reference",
+    "multiply_adds_per_sequence",
+]
 
 
 class Seq2SeqReference(keras.Model):
@@ -184,3 +191,74 @@ def build_reference(hidden_size, n_classes, n_features, attention=False, learnin
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=-1),
     )
     return model
+
+
+def _size(variable):
+    """Number of entries of a Keras variable."""
+    return math.prod(variable.shape)
+
+
+def _recurrent_multiply_adds(layer, n_steps):
+    """Multiply-adds of a Keras recurrent layer (or ``Bidirectional`` pair) per sequence."""
+    directions = (
+        (layer.forward_layer, layer.backward_layer)
+        if isinstance(layer, layers.Bidirectional)
+        else (layer,)
+    )
+    return sum(
+        n_steps * (_size(d.cell.kernel) + _size(d.cell.recurrent_kernel)) for d in directions
+    )
+
+
+def _scorer_multiply_adds(scorer, n_positions, n_steps):
+    """Multiply-adds of a pointer scorer (``PointerAttention``) per sequence."""
+    if scorer.kind == "additive":
+        return (
+            n_positions * _size(scorer.key_projection.kernel)
+            + n_steps * _size(scorer.query_projection.kernel)
+            + n_steps * n_positions * _size(scorer.score_vector.kernel)
+        )
+    if scorer.kind == "general":
+        width = int(scorer.key_projection.kernel.shape[0])
+        return n_positions * _size(scorer.key_projection.kernel) + n_steps * n_positions * width
+    raise ValueError(f"no count for the {scorer.kind!r} scorer")
+
+
+def multiply_adds_per_sequence(model, n_positions, n_steps):
+    """Multiply-adds of one teacher-forced forward pass, in the matrix products.
+
+    Counts the products of every dense and recurrent kernel with the rows it is applied
+    to (and the pointer scorer's products over steps and positions); element-wise
+    operations are left out. The backward pass costs about twice the forward one in
+    both models, so the ratio of two counts is that of their training steps' work.
+
+    Parameters
+    ----------
+    model : PointerNetwork or Seq2SeqReference
+        A built model; the pointer network with its recurrent encoder, no glimpses.
+    n_positions : int
+        Input steps of the padded batch.
+    n_steps : int
+        Output (decoder) steps of the padded batch.
+
+    Returns
+    -------
+    int
+    """
+    if isinstance(model, Seq2SeqReference):
+        if model.use_attention:
+            raise ValueError("no count for the reference with attention")
+        return (
+            _recurrent_multiply_adds(model.encoder, n_positions)
+            + _recurrent_multiply_adds(model.decoder, n_steps)
+            + n_steps * _size(model.classifier.kernel)
+        )
+    if model.encoder_kind != "recurrent" or model.glimpses:
+        raise ValueError("counted for the recurrent encoder without glimpses only")
+    encoder = model.encoder
+    return (
+        n_positions * _size(encoder.embedding.kernel)
+        + sum(_recurrent_multiply_adds(layer, n_positions) for layer in encoder.recurrent)
+        + sum(_recurrent_multiply_adds(layer, n_steps) for layer in model.decoder_layers)
+        + _scorer_multiply_adds(model.attention, n_positions + 1, n_steps)
+    )

@@ -1029,7 +1029,14 @@ def build_blocks(data, run):
                 "reference is a plain Keras bidirectional-LSTM encoder and LSTM decoder "
                 "with a softmax over positions, of the same sizes, trained on the same "
                 "arrays and decoded greedily in a compiled loop; ratio = pointer / "
-                "reference (above 1: the pointer network is faster)."
+                "reference (above 1: the pointer network is faster). `work` is the "
+                "reference's multiply-adds per sequence over the pointer network's (the "
+                "matrix products of a teacher-forced forward pass on the padded shapes "
+                "both train on, `benchmarks._reference.multiply_adds_per_sequence`): the "
+                "pointer decoder reads the encodings, as wide as its state, where the "
+                "reference's reads the chosen element, and the encoder reads an embedding "
+                "of each element; a training ratio near `work` is the same speed per "
+                "multiply-add."
             )
         )
         beams = [k[:-10] for k in rows[0] if k.startswith("beam") and k.endswith("_seq_per_s")]
@@ -1040,6 +1047,7 @@ def build_blocks(data, run):
             "train",
             "ref. train",
             "ratio",
+            "work",
             "greedy",
             "ref. greedy",
             "ratio",
@@ -1055,6 +1063,7 @@ def build_blocks(data, run):
                     _fmt(r["train_seq_per_s"]),
                     _fmt(r["reference_train_seq_per_s"]),
                     f"\u00d7{r['train_ratio']:.2f}",
+                    f"\u00d7{r['work_ratio']:.2f}" if "work_ratio" in r else "",
                     _fmt(r["greedy_seq_per_s"]),
                     _fmt(r["reference_greedy_seq_per_s"]),
                     f"\u00d7{r['greedy_ratio']:.2f}",

@@ -17,7 +17,7 @@ from skptr.datasets import make_convex_hull, make_sorting, make_transduction, ma
 from skptr.memory._restarts import resolve_settings
 
 from ._common import Stopwatch, check, median_rate
-from ._reference import ReferenceGreedyDecoder, build_reference
+from ._reference import ReferenceGreedyDecoder, build_reference, multiply_adds_per_sequence
 
 __all__ = [
     "pointer_speed",
@@ -154,6 +154,14 @@ def pointer_speed(config, log):
             for name in infer:
                 row[f"{name}_seq_per_s"] = median_rate(len(X_infer), infer[name])
             row["train_ratio"] = row["train_seq_per_s"] / row["reference_train_seq_per_s"]
+            # The work of one teacher-forced sequence in both models, on the shapes
+            # both trained on: a training ratio near this one is the models' work.
+            n_steps = targets.shape[1]
+            row["multiply_adds"] = multiply_adds_per_sequence(est.network_, n_positions, n_steps)
+            row["reference_multiply_adds"] = multiply_adds_per_sequence(
+                reference, n_positions, n_steps
+            )
+            row["work_ratio"] = row["reference_multiply_adds"] / row["multiply_adds"]
             row["greedy_ratio"] = row["greedy_seq_per_s"] / row["reference_greedy_seq_per_s"]
             log(
                 f"pointer {task} h={hidden}: train {row['train_seq_per_s']:.0f} seq/s "
