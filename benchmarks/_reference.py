@@ -22,6 +22,8 @@ import math
 import keras
 from keras import layers, ops
 
+from skptr.pointer._layers import recurrent_directions
+
 __all__ = [
     "ReferenceGreedyDecoder",
     "Seq2SeqReference",
@@ -200,13 +202,9 @@ def _size(variable):
 
 def _recurrent_multiply_adds(layer, n_steps):
     """Multiply-adds of a Keras recurrent layer (or ``Bidirectional`` pair) per sequence."""
-    directions = (
-        (layer.forward_layer, layer.backward_layer)
-        if isinstance(layer, layers.Bidirectional)
-        else (layer,)
-    )
     return sum(
-        n_steps * (_size(d.cell.kernel) + _size(d.cell.recurrent_kernel)) for d in directions
+        n_steps * (_size(d.cell.kernel) + _size(d.cell.recurrent_kernel))
+        for d in recurrent_directions(layer)
     )
 
 

@@ -1063,7 +1063,7 @@ def build_blocks(data, run):
                     _fmt(r["train_seq_per_s"]),
                     _fmt(r["reference_train_seq_per_s"]),
                     f"\u00d7{r['train_ratio']:.2f}",
-                    f"\u00d7{r['work_ratio']:.2f}" if "work_ratio" in r else "",
+                    f"\u00d7{r['work_ratio']:.2f}",
                     _fmt(r["greedy_seq_per_s"]),
                     _fmt(r["reference_greedy_seq_per_s"]),
                     f"\u00d7{r['greedy_ratio']:.2f}",

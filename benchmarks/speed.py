@@ -154,8 +154,8 @@ def pointer_speed(config, log):
             for name in infer:
                 row[f"{name}_seq_per_s"] = median_rate(len(X_infer), infer[name])
             row["train_ratio"] = row["train_seq_per_s"] / row["reference_train_seq_per_s"]
-            # The work of one teacher-forced sequence in both models, on the shapes
-            # both trained on: a training ratio near this one is the models' work.
+            # The work of one teacher-forced sequence in both models, on the shapes both
+            # trained on: a training ratio near this one means equal speed per operation.
             n_steps = targets.shape[1]
             row["multiply_adds"] = multiply_adds_per_sequence(est.network_, n_positions, n_steps)
             row["reference_multiply_adds"] = multiply_adds_per_sequence(

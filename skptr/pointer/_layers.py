@@ -40,6 +40,13 @@ def recurrent_layer(cell, units, seeds, **kwargs):
     )
 
 
+def recurrent_directions(layer):
+    """The recurrent layers of ``layer``: both of a ``Bidirectional`` pair, or itself."""
+    if isinstance(layer, layers.Bidirectional):
+        return (layer.forward_layer, layer.backward_layer)
+    return (layer,)
+
+
 def run_recurrent(layer, inputs, **kwargs):
     """Call a recurrent layer, or a ``Bidirectional`` pair, on ``inputs`` (n, T, ...).
 
@@ -50,12 +57,7 @@ def run_recurrent(layer, inputs, **kwargs):
     unroll = (
         n_steps is not None and n_steps <= COMPILE_POLICY[keras.backend.backend()].unroll_steps
     )
-    directions = (
-        (layer.forward_layer, layer.backward_layer)
-        if isinstance(layer, layers.Bidirectional)
-        else (layer,)
-    )
-    for direction in directions:
+    for direction in recurrent_directions(layer):
         direction.unroll = unroll
     return layer(inputs, **kwargs)
 
