@@ -267,6 +267,10 @@ def _has_batch_hooks(callback):
 # prediction leaves their __dict__ unchanged; entries die with their network.
 _INFERENCE_MODELS = weakref.WeakKeyDictionary()
 
+# A copy on this process's own device of each network trained over several processes,
+# which inference runs on.
+_LOCAL_COPIES = weakref.WeakKeyDictionary()
+
 
 class _NetworkSnapshot:
     """The weights and optimiser state of a network, to restore after a failed fit."""
@@ -498,13 +502,13 @@ class SequenceEstimatorBase(BaseEstimator):
     def _inference_rows(self, n_samples, batch_size):
         """Rows to pad an inference call of ``n_samples`` to (see
         :func:`~skptr._batches.inference_rows`), a multiple of the replicas."""
-        placement = self._placement()
+        placement = self._placement().inference
         return placement.rows(inference_rows(n_samples, placement.rows(batch_size)))
 
     def _predict_on_batch(self, model, inputs, n_rows):
         """``model``'s outputs for one padded batch of ``n_rows`` rows, split over the
         replicas when there are several."""
-        return self._placement().predict(model, inputs, n_rows)
+        return self._placement().inference.predict(model, inputs, n_rows)
 
     def _check_memory(self, what, n_numbers, **sizes):
         """:func:`~skptr._limits.check_memory`, naming the network's hyperparameters and
@@ -556,7 +560,12 @@ class SequenceEstimatorBase(BaseEstimator):
                 "keras.distribution.DataParallel (JAX) or a tf.distribute strategy "
                 f"(TensorFlow). Got {devices!r} instead."
             )
-        self._placement()
+        if self._placement().spans_processes and not isinstance(self.random_state, Integral):
+            raise InvalidParameterError(
+                f"{owner}: a fit over several processes needs the same integer "
+                "random_state in every process (the processes draw the same batches and "
+                f"initial weights from it). Got random_state={self.random_state!r}."
+            )
         for index, callback in enumerate(self.callbacks or ()):
             if not isinstance(callback, keras.callbacks.Callback):
                 raise InvalidParameterError(
@@ -644,6 +653,17 @@ class SequenceEstimatorBase(BaseEstimator):
             the training step again).
         """
         network_seed, split_seed, batches_seed = seeds.next(), seeds.next(), seeds.next()
+        placement = self._placement()
+        placement.check_same_in_every_process(
+            type(self).__name__,
+            "training data and seeds",
+            [
+                *keras.tree.flatten(data.inputs),
+                data.targets,
+                data.lengths,
+                np.array([network_seed, split_seed, batches_seed]),
+            ],
+        )
         if not warm:
             self.network_params_ = {
                 name: _plain(getattr(self, name)) for name in self._network_params
@@ -666,7 +686,6 @@ class SequenceEstimatorBase(BaseEstimator):
             self.history_ = {}
             if reuse is not None:
                 self.network_ = _reinitialised(reuse, self.network_, self.learning_rate)
-        placement = self._placement()
         data, validation = self._split_validation(data, split_seed)
         batches = self._training_batches(data, self.batch_size, batches_seed)
         self._check_split(batches.batch_size)
@@ -674,10 +693,10 @@ class SequenceEstimatorBase(BaseEstimator):
             self._compile(self.epochs * len(batches), data.n_steps)
         self._set_steps_per_execution()
         history = self.network_.fit(
-            batches.dataset(),
+            batches.dataset(placement.process_rows),
             epochs=int(self.epochs),
-            validation_data=None if validation is None else validation[:2],
-            validation_batch_size=int(self.batch_size) if placement.distributed else None,
+            validation_data=None if validation is None else placement.process_rows(validation[:2]),
+            validation_batch_size=self._validation_batch_size(placement, batches.batch_size),
             callbacks=[
                 *batches.callbacks(),
                 *self._fit_callbacks(validation is not None),
@@ -689,6 +708,13 @@ class SequenceEstimatorBase(BaseEstimator):
         for key, values in history.history.items():
             self.history_.setdefault(key, []).extend(float(v) for v in values)
         self.n_iter_ = len(self.history_.get("loss", []))
+
+    def _validation_batch_size(self, placement, batch_size):
+        """Validation samples per batch of each process feeding the batches (None: Keras'
+        default)."""
+        if placement.spans_processes:
+            return batch_size // placement.part[1]
+        return int(self.batch_size) if placement.distributed else None
 
     def _compile(self, n_steps, length):
         policy = COMPILE_POLICY[keras.backend.backend()]
@@ -791,15 +817,32 @@ class SequenceEstimatorBase(BaseEstimator):
         """
         policy = COMPILE_POLICY[keras.backend.backend()]
         jit = policy.inference_jit(self._jit_inference, n_rows, length)
-        models = _INFERENCE_MODELS.setdefault(self.network_, {})
+        network = self._inference_network()
+        models = _INFERENCE_MODELS.setdefault(network, {})
         if (key, jit) not in models:
             policy = self.network_params_.get("dtype_policy")
-            with self._placement().scope(), dtype_policy_scope(policy):
-                model = build(self.network_)
+            with self._placement().inference.scope(), dtype_policy_scope(policy):
+                model = build(network)
                 if jit:
                     model.compile(jit_compile=True)
             models[key, jit] = model
         return models[key, jit]
+
+    def _inference_network(self):
+        """The fitted network, or, when it was trained over several processes, its copy
+        on this process's own device, holding its current weights."""
+        placement = self._placement()
+        if not placement.spans_processes:
+            return self.network_
+        copy = _LOCAL_COPIES.get(self.network_)
+        if copy is None:
+            with placement.inference.scope():
+                policy = self.network_params_.get("dtype_policy")
+                with dtype_policy_scope(policy):
+                    copy = self._as_fitted()._build_network(0)
+            _LOCAL_COPIES[self.network_] = copy
+        copy.set_weights(self.network_.get_weights())
+        return copy
 
     def _predict_batch_size(self):
         return max(int(self.batch_size), 256)

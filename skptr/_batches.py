@@ -147,11 +147,18 @@ class ShuffledBatches:
         """The Keras callbacks that drive the batches (reshuffling at each epoch)."""
         return [_Reshuffle(self)]
 
-    def dataset(self):
-        """The batches in the form the Keras backend reads without prefetching."""
+    def dataset(self, process_rows=None):
+        """The batches in the form the Keras backend reads without prefetching.
+
+        Parameters
+        ----------
+        process_rows : callable, optional
+            On JAX, gives the rows of a batch that this process feeds when several
+            processes feed each batch (:meth:`~skptr._devices.Placement.process_rows`).
+        """
         if keras.backend.backend() == "tensorflow":
             return _tensorflow_dataset(self)
-        return _EpochSource(self)
+        return _EpochSource(self, process_rows)
 
 
 #: :class:`LengthGroupedBatches` groups samples of similar lengths within windows of
@@ -241,10 +248,10 @@ class LengthGroupedBatches(ShuffledBatches):
         inputs, targets = take(self.data.inputs, members), self.data.targets[members]
         return self.trim(inputs, targets, tuple(int(size) for size in sizes))
 
-    def dataset(self):
+    def dataset(self, process_rows=None):
         if keras.backend.backend() == "tensorflow":
             return _tensorflow_generated_dataset(self)
-        return _EpochSource(self)
+        return _EpochSource(self, process_rows)
 
 
 class _Reshuffle(keras.callbacks.Callback):
@@ -259,15 +266,17 @@ class _Reshuffle(keras.callbacks.Callback):
 class _EpochSource(keras.utils.PyDataset):
     """The batches as a ``PyDataset``, for backends other than TensorFlow."""
 
-    def __init__(self, batches):
+    def __init__(self, batches, process_rows=None):
         super().__init__()
         self.batches = batches
+        self.process_rows = process_rows
 
     def __len__(self):
         return self.batches.n_batches
 
     def __getitem__(self, index):
-        return self.batches.batch(index)
+        batch = self.batches.batch(index)
+        return batch if self.process_rows is None else self.process_rows(batch)
 
 
 def _tensorflow_dataset(batches):

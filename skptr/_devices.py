@@ -4,20 +4,26 @@ skptr does not distribute anything itself: the ``devices`` hyperparameter select
 backend's own machinery and this module only resolves it.
 
 - ``None``: one device, as Keras places it (the first GPU if there is one).
-- ``"all"``: every local device of the backend's default platform (the GPUs if there
-  are any, else the CPU devices): a ``keras.distribution.DataParallel`` on JAX, a
+- ``"all"``: every device of the backend's default platform (the GPUs if there are
+  any, else the CPU devices): a ``keras.distribution.DataParallel`` on JAX, a
   ``tf.distribute.MirroredStrategy`` on TensorFlow, made once per process. With a
-  single such device it is the same as ``None``.
+  single such device it is the same as ``None``. These are the devices of this
+  process, or on JAX those of every process of a multi-process runtime.
 - a ``keras.distribution.DataParallel`` or ``ModelParallel`` (JAX) or a
   ``tf.distribute.Strategy`` (TensorFlow, one of :data:`TENSORFLOW_STRATEGIES`) over
-  the devices of this host, used as is.
+  the devices of this host (on JAX, of several processes), used as is.
 
-A fit does not span several hosts (processes): on JAX, each process would have to feed
-its own part of every batch, which skptr's batches do not do; on TensorFlow, Keras'
+On JAX a fit may span several processes (hosts): a distribution whose device mesh
+holds the devices of several processes of a multi-process runtime
+(``jax.distributed.initialize``). Every process then runs the same ``fit`` on the same
+data with the same integer ``random_state``; each draws the same global batches and
+feeds its own rows of each to Keras, which assembles the global batch from the
+processes' parts. Inference runs in each process on its own device, on a copy of the
+trained weights, so that a process may predict on its own. On TensorFlow, Keras'
 training loop cannot run skptr's networks, whose batches are dicts of arrays, under a
 ``MultiWorkerMirroredStrategy`` (its first step reduces the batch with
-``strategy.reduce``, which that strategy refuses for nested values). Both are refused
-with a ``ValueError``; a search spreads over hosts instead (Dask).
+``strategy.reduce``, which that strategy refuses for nested values): that strategy is
+refused with a ``ValueError``.
 
 Networks are built, trained and run inside the placement's scope; each training batch
 and each inference batch is split over the replicas, so ``batch_size`` stays the
@@ -27,9 +33,12 @@ global batch size.
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
+import hashlib
 
 import keras
+import numpy as np
 
 __all__ = ["ALL_DEVICES", "TENSORFLOW_STRATEGIES", "Placement", "on_accelerator", "placement_of"]
 
@@ -50,16 +59,31 @@ class Placement:
         Number of parts each batch is split into.
     strategy : tf.distribute.Strategy or keras.distribution.DataParallel or None
         The backend object; None for one device.
+    part : tuple of int, default=(0, 1)
+        ``(index, count)``: this process feeds part ``index`` of ``count`` equal parts
+        of every batch (``count > 1`` for a JAX distribution over several processes).
     """
 
-    def __init__(self, n_replicas=1, strategy=None):
+    def __init__(self, n_replicas=1, strategy=None, part=(0, 1)):
         self.n_replicas = int(n_replicas)
         self.strategy = strategy
+        self.part = tuple(int(value) for value in part)
 
     @property
     def distributed(self):
         """Whether batches are split over several replicas."""
         return self.strategy is not None and self.n_replicas > 1
+
+    @property
+    def spans_processes(self):
+        """Whether several processes feed each training batch."""
+        return self.part[1] > 1
+
+    @property
+    def inference(self):
+        """Where inference runs: here, or this process's own device when training
+        spans processes."""
+        return _THIS_PROCESS if self.spans_processes else self
 
     def scope(self):
         """The context in which networks are built, trained and run."""
@@ -70,6 +94,19 @@ class Placement:
     def rows(self, n_rows):
         """``n_rows`` rounded up to a multiple of the number of replicas."""
         return -(-int(n_rows) // self.n_replicas) * self.n_replicas
+
+    def process_rows(self, batch):
+        """This process's part of ``batch`` (an array, or a dict or tuple of arrays with
+        the sample axis first, split in ``part[1]`` equal parts)."""
+        index, count = self.part
+        if count == 1:
+            return batch
+
+        def part(array):
+            size = len(array) // count
+            return array[index * size : (index + 1) * size]
+
+        return keras.tree.map_structure(part, batch)
 
     def predict(self, model, inputs, n_rows):
         """``model``'s outputs for one batch of ``n_rows`` rows (a multiple of
@@ -84,7 +121,62 @@ class Placement:
         with self.scope():
             return model.predict(inputs, batch_size=int(n_rows), verbose=0)
 
+    def check_same_in_every_process(self, owner, what, arrays):
+        """Raise a ``ValueError`` in every process unless ``arrays`` hold the same
+        bytes in every process that feeds the batches.
 
+        Parameters
+        ----------
+        owner : str
+            The estimator's class name, for messages.
+        what : str
+            What the arrays are, for messages.
+        arrays : sequence of ndarray
+        """
+        if not self.spans_processes:
+            return
+        from jax.experimental import multihost_utils
+
+        digest = hashlib.blake2b(digest_size=8)
+        for array in arrays:
+            array = np.ascontiguousarray(array)
+            digest.update(f"{array.dtype.str}{array.shape}".encode())
+            digest.update(array.tobytes())
+        words = np.frombuffer(digest.digest(), dtype=np.uint32)
+        gathered = np.asarray(multihost_utils.process_allgather(words)).reshape(-1, words.size)
+        differing = [i for i, row in enumerate(gathered) if not np.array_equal(row, gathered[0])]
+        if differing:
+            raise ValueError(
+                f"{owner}: a fit over {self.part[1]} processes needs the same {what} in "
+                f"every process, but process {differing[0]} has other {what} than process "
+                "0. Run the same fit, with the same data and an integer random_state, in "
+                "every process."
+            )
+
+
+class _ThisProcess(Placement):
+    """This process's own default device, outside any distribution: where a model
+    trained over several processes runs inference."""
+
+    def scope(self):
+        return _without_distribution()
+
+    def predict(self, model, inputs, n_rows):
+        with self.scope():
+            return model.predict_on_batch(inputs)
+
+
+@contextlib.contextmanager
+def _without_distribution():
+    previous = keras.distribution.distribution()
+    keras.distribution.set_distribution(None)
+    try:
+        yield
+    finally:
+        keras.distribution.set_distribution(previous)
+
+
+_THIS_PROCESS = _ThisProcess()
 _ONE_DEVICE = Placement()
 
 
@@ -146,17 +238,47 @@ def _jax_placement(devices, owner):
             f"or ModelParallel on the JAX backend ({hint}), e.g. "
             "keras.distribution.DataParallel(devices=keras.distribution.list_devices())."
         )
-    import jax
-
-    if jax.process_count() > 1:
-        raise ValueError(
-            f"{owner}: the JAX runtime spans {jax.process_count()} processes; skptr fits "
-            "on the devices of one process (host) only. Spread a search over hosts "
-            "instead (see the user guide's page 'Scaling out')."
-        )
     mesh = devices.device_mesh
     batch_axis = mesh.axis_names.index(devices.batch_dim_name)
-    return Placement(mesh.shape[batch_axis], devices)
+    part = _process_part(mesh, owner)
+    strategy = _unsharded_input(devices) if part[1] > 1 else devices
+    return Placement(mesh.shape[batch_axis], strategy, part)
+
+
+def _process_part(mesh, owner):
+    """``(index, count)``: which equal part of every batch this process feeds, of the
+    parts of the processes whose devices are in ``mesh``."""
+    import jax
+
+    owners = [device.process_index for device in mesh.backend_mesh.devices.flat]
+    processes = sorted(set(owners))
+    if len(processes) == 1:
+        return (0, 1)
+    shares = {p: owners.count(p) for p in processes}
+    if len(set(shares.values())) > 1:
+        raise ValueError(
+            f"{owner}: the distribution's devices are spread unevenly over processes "
+            f"({', '.join(f'process {p}: {n}' for p, n in shares.items())} devices); "
+            "each process must bring as many devices, so that every process feeds an "
+            "equal part of each batch."
+        )
+    if jax.process_index() not in shares:
+        raise ValueError(
+            f"{owner}: the distribution's devices belong to processes {processes}, not to "
+            f"this one (process {jax.process_index()}); every process that fits must "
+            "bring devices to the distribution."
+        )
+    return (processes.index(jax.process_index()), len(processes))
+
+
+def _unsharded_input(distribution):
+    """``distribution``, told that skptr gives each process its own part of every
+    batch (Keras would otherwise expect a ``tf.data`` dataset to shard)."""
+    if not distribution.auto_shard_dataset:
+        return distribution
+    distribution = copy.copy(distribution)
+    distribution.auto_shard_dataset = False
+    return distribution
 
 
 def _tensorflow_placement(devices, owner):
@@ -188,14 +310,15 @@ def _tensorflow_placement(devices, owner):
 
 @functools.cache
 def _all_local_devices(backend):
-    """Every local device of the backend's default platform, made once per process
-    (a TensorFlow network must be trained and run under the strategy it was built
-    in)."""
+    """Every device of the backend's default platform, made once per process (a
+    TensorFlow network must be trained and run under the strategy it was built in):
+    those of this process, or on JAX those of every process of a multi-process
+    runtime."""
     if backend == "jax":
         devices = keras.distribution.list_devices()
         if len(devices) < 2:
             return _ONE_DEVICE
-        return Placement(len(devices), keras.distribution.DataParallel(devices=devices))
+        return _jax_placement(keras.distribution.DataParallel(devices=devices), "devices='all'")
     import tensorflow as tf
 
     devices = tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU")

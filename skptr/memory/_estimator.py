@@ -180,11 +180,12 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         ``"all"``: data-parallel over every local device of the backend (its GPUs, or
         its CPU devices if it has no GPU). A ``keras.distribution.DataParallel`` (JAX)
         or a ``tf.distribute`` ``MirroredStrategy`` or ``OneDeviceStrategy``
-        (TensorFlow) over the devices of this host is used as is. Every batch is
-        split over the replicas, so
-        ``batch_size`` (a multiple of their number) stays the global batch size.
-        Pickles and files store an object as None. See the user guide's page
-        "Scaling out".
+        (TensorFlow) over the devices of this host is used as is; on JAX, a
+        distribution may span the processes (hosts) of a multi-process runtime, each
+        of which runs the same ``fit`` with the same integer ``random_state``. Every
+        batch is split over the replicas, so ``batch_size`` (a multiple of their
+        number) stays the global batch size. Pickles and files store an object as
+        None. See the user guide's page "Scaling out".
     dtype_policy : {"float32", "mixed_bfloat16", "mixed_float16"} or None, default=None
         The Keras dtype policy of the network: ``"mixed_bfloat16"`` and
         ``"mixed_float16"`` compute in 16-bit floats with float32 weights (and loss
@@ -585,7 +586,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         output_ids = self._decode(codec, source_ids)
         streams = [codec.trace_stream(s, o) for s, o in zip(source_ids, output_ids, strict=True)]
         self._check_trace_length([len(s) for s in streams], max_steps, "input and output")
-        n_rows = self._placement().rows(len(streams))
+        n_rows = self._placement().inference.rows(len(streams))
         padded = codec.left_padded(streams, n_rows)
         view = self._as_fitted()
         view._check_memory(

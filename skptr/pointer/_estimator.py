@@ -154,11 +154,12 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         ``"all"``: data-parallel over every local device of the backend (its GPUs, or
         its CPU devices if it has no GPU). A ``keras.distribution.DataParallel`` (JAX)
         or a ``tf.distribute`` ``MirroredStrategy`` or ``OneDeviceStrategy``
-        (TensorFlow) over the devices of this host is used as is. Every batch is
-        split over the replicas, so
-        ``batch_size`` (a multiple of their number) stays the global batch size.
-        Pickles and files store an object as None. See the user guide's page
-        "Scaling out".
+        (TensorFlow) over the devices of this host is used as is; on JAX, a
+        distribution may span the processes (hosts) of a multi-process runtime, each
+        of which runs the same ``fit`` with the same integer ``random_state``. Every
+        batch is split over the replicas, so ``batch_size`` (a multiple of their
+        number) stays the global batch size. Pickles and files store an object as
+        None. See the user guide's page "Scaling out".
     dtype_policy : {"float32", "mixed_bfloat16", "mixed_float16"} or None, default=None
         The Keras dtype policy of the network: ``"mixed_bfloat16"`` and
         ``"mixed_float16"`` compute in 16-bit floats with float32 weights (and loss
@@ -417,7 +418,8 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         """Orderings and distributions of validated sequences."""
         view = self._as_fitted()
         beams = self._beams(sequences.max_length)
-        batch_size = self._placement().rows(self._decoder_batch_size(sequences.max_length, beams))
+        placement = self._placement().inference
+        batch_size = placement.rows(self._decoder_batch_size(sequences.max_length, beams))
         view._check_memory(
             "decoding",
             view._decoding_count(batch_size * beams, sequences.max_length),
@@ -511,7 +513,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
     def _log_likelihood(self, X, y):
         """Log-probability the network assigns to given orderings of ``X``."""
         inputs, targets, _ = self._fitted_codec().encode_training(X, y)
-        logits = np.asarray(self.network_(inputs, training=False))
+        logits = np.asarray(self._inference_network()(inputs, training=False))
         shifted = logits - logits.max(axis=-1, keepdims=True)
         log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
         real = targets >= 0

@@ -165,25 +165,35 @@ def test_unusable_devices_fail_with_a_clear_error():
     assert not hasattr(est, "network_")
 
 
-def test_devices_of_several_hosts_are_refused_with_the_reason(monkeypatch):
+@pytest.mark.skipif(BACKEND == "jax", reason="JAX fits over several processes")
+def test_tensorflow_multi_worker_strategy_is_refused_with_the_reason():
+    import tensorflow as tf
+
     X, y = _ragged_points(8, seed=4)
     est = PointerNetworkOrderer(epochs=1)
-    if BACKEND == "jax":
-        import jax
-
-        spanning = keras.distribution.DataParallel(devices=keras.distribution.list_devices())
-        monkeypatch.setattr(jax, "process_count", lambda: 2)
-        message = "spans 2 processes; skptr fits on the devices of one process"
-    else:
-        import tensorflow as tf
-
-        # Created without its constructor, which would set up collectives over the
-        # workers of TF_CONFIG.
-        spanning = object.__new__(tf.distribute.MultiWorkerMirroredStrategy)
-        message = "MultiWorkerMirroredStrategy cannot train skptr's networks"
-    with pytest.raises(ValueError, match=message):
+    # Created without its constructor, which would set up collectives over the workers
+    # of TF_CONFIG.
+    spanning = object.__new__(tf.distribute.MultiWorkerMirroredStrategy)
+    with pytest.raises(ValueError, match="MultiWorkerMirroredStrategy cannot train skptr's"):
         est.set_params(devices=spanning).fit(X, y)
     assert not hasattr(est, "network_")
+
+
+def test_each_process_feeds_its_own_equal_part_of_every_batch():
+    from skptr._devices import Placement
+
+    batch = ({"points": np.arange(16).reshape(8, 2), "lengths": np.arange(8)}, np.arange(8))
+    first, second = (Placement(2, None, part=(index, 2)) for index in (0, 1))
+    assert first.spans_processes and second.spans_processes
+    inputs, targets = second.process_rows(batch)
+    np.testing.assert_array_equal(inputs["points"], np.arange(8, 16).reshape(4, 2))
+    np.testing.assert_array_equal(inputs["lengths"], [4, 5, 6, 7])
+    np.testing.assert_array_equal(targets, [4, 5, 6, 7])
+    np.testing.assert_array_equal(first.process_rows(batch)[1], [0, 1, 2, 3])
+    assert first.inference is second.inference  # inference on each process's own device
+    assert not first.inference.spans_processes
+    one = Placement(2, None)
+    assert one.process_rows(batch) is batch and one.inference is one
 
 
 def test_fits_on_two_devices_are_quiet(capfd):
