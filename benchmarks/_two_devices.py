@@ -8,6 +8,12 @@ fitted and used with ``devices=None`` and with ``devices="all"`` (same data, sam
 ``random_state``); the share of test inputs for which both predict the same output
 measures how far float rounding moved the two models apart. The last line printed is
 a JSON list of rows.
+
+``python -m benchmarks._two_devices CONFIG ID PORT`` is one of two processes of a JAX
+multi-process runtime (one CPU device each, on this machine): both fit the same models
+with a ``DataParallel`` over the two processes' devices, and process 0 prints the rows,
+their agreement taken against the one-device predictions that the first form wrote to
+``CONFIG["predictions"]``.
 """
 
 from __future__ import annotations
@@ -52,9 +58,8 @@ def _measure(make, X, y, X_test, epochs, repeats):
     }, predicted
 
 
-def main(config):
-    _two_virtual_devices()
-    import keras
+def _tasks(config):
+    """Each model's constructor (taking ``devices``), training data and test inputs."""
     import numpy as np
 
     from skptr import NeuralStackTransducer, PointerNetworkOrderer
@@ -94,8 +99,25 @@ def main(config):
             strings[n:],
         ),
     }
-    rows = []
-    for model, (make, X, y, X_test) in tasks.items():
+    return tasks
+
+
+def _keys(predictions):
+    """Each prediction (an ordering or a string) as a string, for comparisons."""
+    return [" ".join(map(str, p)) for p in predictions]
+
+
+def _agreement(a, b):
+    """Share of the predictions ``a`` and ``b`` (see :func:`_keys`) that are the same."""
+    return sum(x == y for x, y in zip(a, b, strict=True)) / len(a)
+
+
+def main(config):
+    _two_virtual_devices()
+    import keras
+
+    rows, one_device = [], {}
+    for model, (make, X, y, X_test) in _tasks(config).items():
         predictions = {}
         for devices in (None, "all"):
             n_replicas = make(devices)._placement().n_replicas
@@ -117,15 +139,49 @@ def main(config):
                 }
             )
             print(f"{model}, devices={devices!r}: {figures}", file=sys.stderr, flush=True)
-        agreement = np.mean(
-            [
-                list(map(str, a)) == list(map(str, b))
-                for a, b in zip(predictions[None], predictions["all"], strict=True)
-            ]
-        )
-        rows[-1]["agreement"] = rows[-2]["agreement"] = float(agreement)
+        one_device[model] = _keys(predictions[None])
+        agreement = _agreement(one_device[model], _keys(predictions["all"]))
+        rows[-1]["agreement"] = rows[-2]["agreement"] = agreement
+    if config.get("predictions"):
+        with open(config["predictions"], "w") as file:
+            json.dump(one_device, file)
     print(json.dumps(rows))
 
 
+def main_process(config, process_id, port):
+    """One of two processes that fit together (see the module's docstring)."""
+    import jax
+
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    import keras
+
+    keras.distribution.initialize(f"localhost:{port}", num_processes=2, process_id=process_id)
+    devices = keras.distribution.DataParallel(devices=keras.distribution.list_devices())
+    with open(config["predictions"]) as file:
+        one_device = json.load(file)
+    rows = []
+    for model, (make, X, y, X_test) in _tasks(config).items():
+        figures, predicted = _measure(
+            functools.partial(make, devices), X, y, X_test, config["epochs"], config["repeats"]
+        )
+        rows.append(
+            {
+                "backend": keras.backend.backend(),
+                "model": model,
+                "devices": "two processes",
+                "replicas": len(jax.devices()),
+                "processes": jax.process_count(),
+                **figures,
+                "agreement": _agreement(one_device[model], _keys(predicted)),
+            }
+        )
+        print(f"{model}, two processes: {figures}", file=sys.stderr, flush=True)
+    if process_id == 0:
+        print(json.dumps(rows))
+
+
 if __name__ == "__main__":
-    main(json.loads(sys.argv[1]))
+    if len(sys.argv) > 2:
+        main_process(json.loads(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))
+    else:
+        main(json.loads(sys.argv[1]))

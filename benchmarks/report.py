@@ -1178,17 +1178,22 @@ def build_blocks(data, run):
                 "(JAX: `--xla_force_host_platform_device_count=2`; TensorFlow: two logical "
                 "CPU devices and a `MirroredStrategy`), in one process, same data and "
                 "`random_state`; the last column is the share of test inputs for which "
-                "both models, apart only by float rounding, predict the same. The two "
-                "devices share the same cores, so these rows show that every batch is "
-                "split and what the split costs, not a speed-up. No GPU was available "
-                "for these measurements."
+                "both models, apart only by float rounding, predict the same. On JAX, "
+                'the rows "2, two processes" fit the same models over two processes '
+                "of a multi-process runtime on this machine (`keras.distribution."
+                "initialize`, one CPU device each), each feeding half of every batch. "
+                "The two devices share the same cores, so these rows show that every "
+                "batch is split and what the split costs, not a speed-up. No GPU was "
+                "available for these measurements."
             )
         )
         body = [
             [
                 r["backend"],
                 r["model"],
-                r["replicas"],
+                f"{r['replicas']}, two processes"
+                if r.get("devices") == "two processes"
+                else r["replicas"],
                 f"{r['train_seq_per_s']:,.0f}",
                 f"{r['greedy_seq_per_s']:,.0f}",
                 f"{r['agreement']:.1%}",

@@ -566,11 +566,43 @@ def _overhead_row(name, estimator, X, y, config):
 MIN_AGREEMENT = 0.95
 
 
+def _two_processes(command, env, log):
+    """The rows of two processes of a JAX runtime fitting together on this machine."""
+    import json
+    import socket
+    import subprocess
+
+    with socket.socket() as probe:
+        probe.bind(("localhost", 0))
+        port = str(probe.getsockname()[1])
+    env = {key: value for key, value in env.items() if key != "XLA_FLAGS"}
+    workers = [
+        subprocess.Popen(
+            [*command, str(index), port],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for index in (0, 1)
+    ]
+    try:
+        outputs = [worker.communicate(timeout=3600) for worker in workers]
+    finally:
+        for worker in workers:
+            worker.kill()
+    for worker, (_, stderr) in zip(workers, outputs, strict=True):
+        check(worker.returncode == 0, f"the two-process run failed:\n{stderr[-3000:]}")
+    log("two processes: done")
+    return json.loads(outputs[0][0].strip().splitlines()[-1])
+
+
 def two_devices(config, log):
     """Training and greedy decoding on one device against two virtual CPU devices.
 
     Runs :mod:`benchmarks._two_devices` in a process of its own (the backend must be
-    told about the virtual devices before it starts), on the backend of this process.
+    told about the virtual devices before it starts), on the backend of this process;
+    on JAX, then in two processes of a multi-process runtime with one CPU device each.
     On one machine's CPU the two devices share the same cores, so the rows show that
     the split works and what it costs, not a speed-up.
 
@@ -592,19 +624,21 @@ def two_devices(config, log):
     import os
     import subprocess
     import sys
+    import tempfile
 
-    result = subprocess.run(
-        [sys.executable, "-m", "benchmarks._two_devices", json.dumps(config)],
-        env={**os.environ, "KERAS_BACKEND": keras.backend.backend()},
-        capture_output=True,
-        text=True,
-        timeout=3600,
-    )
-    check(result.returncode == 0, f"the two-device run failed:\n{result.stderr[-3000:]}")
-    rows = json.loads(result.stdout.strip().splitlines()[-1])
+    with tempfile.TemporaryDirectory() as directory:
+        config = {**config, "predictions": os.path.join(directory, "one_device.json")}
+        env = {**os.environ, "KERAS_BACKEND": keras.backend.backend()}
+        command = [sys.executable, "-m", "benchmarks._two_devices", json.dumps(config)]
+        result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=3600)
+        check(result.returncode == 0, f"the two-device run failed:\n{result.stderr[-3000:]}")
+        rows = json.loads(result.stdout.strip().splitlines()[-1])
+        if keras.backend.backend() == "jax":
+            rows += _two_processes(command, env, log)
     for row in rows:
         log(
-            f"{row['model']}, {row['replicas']} device(s): train "
+            f"{row['model']}, {row['replicas']} device(s)"
+            f"{' in two processes' if row['devices'] == 'two processes' else ''}: train "
             f"{row['train_seq_per_s']:.0f} seq/s, greedy {row['greedy_seq_per_s']:.0f} seq/s"
         )
         check(
