@@ -569,32 +569,38 @@ MIN_AGREEMENT = 0.95
 def _two_processes(command, env, log):
     """The rows of two processes of a JAX runtime fitting together on this machine."""
     import json
+    import os
     import socket
     import subprocess
+    import tempfile
+    from pathlib import Path
 
     with socket.socket() as probe:
         probe.bind(("localhost", 0))
         port = str(probe.getsockname()[1])
     env = {key: value for key, value in env.items() if key != "XLA_FLAGS"}
-    workers = [
-        subprocess.Popen(
-            [*command, str(index), port],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for index in (0, 1)
-    ]
-    try:
-        outputs = [worker.communicate(timeout=3600) for worker in workers]
-    finally:
-        for worker in workers:
-            worker.kill()
-    for worker, (_, stderr) in zip(workers, outputs, strict=True):
-        check(worker.returncode == 0, f"the two-process run failed:\n{stderr[-3000:]}")
+    with tempfile.TemporaryDirectory() as directory:
+        paths = [
+            [os.path.join(directory, f"{i}.{kind}") for kind in ("out", "err")] for i in (0, 1)
+        ]
+        files = [[open(path, "w") for path in pair] for pair in paths]
+        workers = [
+            subprocess.Popen([*command, str(i), port], env=env, stdout=out, stderr=err)
+            for i, (out, err) in enumerate(files)
+        ]
+        try:
+            codes = [worker.wait(timeout=3600) for worker in workers]
+        finally:
+            for worker in workers:
+                worker.kill()
+            for handle in (handle for pair in files for handle in pair):
+                handle.close()
+        outputs = [[Path(path).read_text() for path in pair] for pair in paths]
+    stdout = outputs[0][0]
+    for code, (_, stderr) in zip(codes, outputs, strict=True):
+        check(code == 0, f"the two-process run failed:\n{stderr[-3000:]}")
     log("two processes: done")
-    return json.loads(outputs[0][0].strip().splitlines()[-1])
+    return json.loads(stdout.strip().splitlines()[-1])
 
 
 def two_devices(config, log):

@@ -48,7 +48,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _backend, _schema
 from ._batches import ShuffledBatches, held_out_split, inference_rows
-from ._devices import ALL_DEVICES, placement_of
+from ._devices import ALL_DEVICES, THIS_PROCESS, held_in_this_process, placement_of
 from ._limits import MAX_COUNT, check_memory
 from ._persistence import save as _save_estimator
 from ._precision import DTYPE_POLICIES, dtype_policy_scope, global_dtype_policy
@@ -271,6 +271,9 @@ _INFERENCE_MODELS = weakref.WeakKeyDictionary()
 # which inference runs on.
 _LOCAL_COPIES = weakref.WeakKeyDictionary()
 
+# Hyperparameters that hold objects of each process (not compared between processes).
+_PER_PROCESS = ("devices", "callbacks")
+
 
 class _NetworkSnapshot:
     """The weights and optimiser state of a network, to restore after a failed fit."""
@@ -380,7 +383,8 @@ class SequenceEstimatorBase(BaseEstimator):
         Extra Keras callbacks passed to ``fit``.
     devices : None, "all", keras.distribution.DataParallel or tf.distribute.Strategy
         Where training and inference run (see :mod:`skptr._devices`): one device, every
-        local device, or the backend's distribution or strategy object, with each
+        device of the backend (of every process of a JAX multi-process runtime), or the
+        backend's distribution or strategy object, with each
         batch split over its replicas.
     dtype_policy : {"float32", "mixed_bfloat16", "mixed_float16"} or None
         The Keras dtype policy the network is built with (see :mod:`skptr._precision`);
@@ -473,13 +477,17 @@ class SequenceEstimatorBase(BaseEstimator):
         view = self._as_fitted()
         view._check_memory("the network's weights", _WEIGHT_COPIES * view._weight_count())
 
-    def _new_network(self, seed=0):
+    def _new_network(self, seed=0, restored=False):
         """A new network built as recorded in ``network_params_``, after checking that
-        its weights fit in memory."""
+        its weights fit in memory; ``restored``: to hold saved weights, built where
+        inference runs (on this process's own device after a fit over several
+        processes)."""
         self._check_network_memory()
         _backend.new_network_built()
         view = self._as_fitted()
-        with self._placement().scope(), dtype_policy_scope(view.dtype_policy):
+        placement = self._placement()
+        scope = placement.inference.scope() if restored else placement.scope()
+        with scope, dtype_policy_scope(view.dtype_policy):
             return view._build_network(seed)
 
     def _placement(self):
@@ -560,12 +568,7 @@ class SequenceEstimatorBase(BaseEstimator):
                 "keras.distribution.DataParallel (JAX) or a tf.distribute strategy "
                 f"(TensorFlow). Got {devices!r} instead."
             )
-        if self._placement().spans_processes and not isinstance(self.random_state, Integral):
-            raise InvalidParameterError(
-                f"{owner}: a fit over several processes needs the same integer "
-                "random_state in every process (the processes draw the same batches and "
-                f"initial weights from it). Got random_state={self.random_state!r}."
-            )
+        self._placement()
         for index, callback in enumerate(self.callbacks or ()):
             if not isinstance(callback, keras.callbacks.Callback):
                 raise InvalidParameterError(
@@ -654,9 +657,11 @@ class SequenceEstimatorBase(BaseEstimator):
         """
         network_seed, split_seed, batches_seed = seeds.next(), seeds.next(), seeds.next()
         placement = self._placement()
-        placement.check_same_in_every_process(
+        settings = {k: v for k, v in self.get_params().items() if k not in _PER_PROCESS}
+        placement.check_same_fit_in_every_process(
             type(self).__name__,
-            "training data and seeds",
+            isinstance(self.random_state, Integral),
+            repr((sorted((k, repr(v)) for k, v in settings.items()), warm)),
             [
                 *keras.tree.flatten(data.inputs),
                 data.targets,
@@ -829,14 +834,14 @@ class SequenceEstimatorBase(BaseEstimator):
         return models[key, jit]
 
     def _inference_network(self):
-        """The fitted network, or, when it was trained over several processes, its copy
-        on this process's own device, holding its current weights."""
-        placement = self._placement()
-        if not placement.spans_processes:
+        """The fitted network, or, when its weights span several processes (it was
+        trained over them), its copy on this process's own device, holding its current
+        weights."""
+        if held_in_this_process(self.network_):
             return self.network_
         copy = _LOCAL_COPIES.get(self.network_)
         if copy is None:
-            with placement.inference.scope():
+            with THIS_PROCESS.scope():
                 policy = self.network_params_.get("dtype_policy")
                 with dtype_policy_scope(policy):
                     copy = self._as_fitted()._build_network(0)
@@ -891,5 +896,5 @@ class SequenceEstimatorBase(BaseEstimator):
             }
         super().__setstate__(state)
         if weights is not None:
-            self.network_ = self._new_network()
+            self.network_ = self._new_network(restored=True)
             self.network_.set_weights(weights)

@@ -11,7 +11,8 @@ backend's own machinery and this module only resolves it.
   process, or on JAX those of every process of a multi-process runtime.
 - a ``keras.distribution.DataParallel`` or ``ModelParallel`` (JAX) or a
   ``tf.distribute.Strategy`` (TensorFlow, one of :data:`TENSORFLOW_STRATEGIES`) over
-  the devices of this host (on JAX, of several processes), used as is.
+  the devices of this host (on JAX, of several processes), used as is (over several
+  processes, a copy told that skptr feeds each process its own part of every batch).
 
 On JAX a fit may span several processes (hosts): a distribution whose device mesh
 holds the devices of several processes of a multi-process runtime
@@ -40,9 +41,18 @@ import hashlib
 import keras
 import numpy as np
 
-__all__ = ["ALL_DEVICES", "TENSORFLOW_STRATEGIES", "Placement", "on_accelerator", "placement_of"]
+__all__ = [
+    "ALL_DEVICES",
+    "TENSORFLOW_STRATEGIES",
+    "THIS_PROCESS",
+    "Placement",
+    "held_in_this_process",
+    "on_accelerator",
+    "placement_of",
+]
 
-#: The ``devices`` value that selects every local device.
+#: The ``devices`` value that selects every device (of every process of a JAX
+#: multi-process runtime).
 ALL_DEVICES = "all"
 
 #: The ``tf.distribute`` strategies skptr accepts on TensorFlow (those of one host that
@@ -83,7 +93,7 @@ class Placement:
     def inference(self):
         """Where inference runs: here, or this process's own device when training
         spans processes."""
-        return _THIS_PROCESS if self.spans_processes else self
+        return THIS_PROCESS if self.spans_processes else self
 
     def scope(self):
         """The context in which networks are built, trained and run."""
@@ -121,37 +131,58 @@ class Placement:
         with self.scope():
             return model.predict(inputs, batch_size=int(n_rows), verbose=0)
 
-    def check_same_in_every_process(self, owner, what, arrays):
-        """Raise a ``ValueError`` in every process unless ``arrays`` hold the same
-        bytes in every process that feeds the batches.
+    def check_same_fit_in_every_process(self, owner, seeded, settings, arrays):
+        """Raise a ``ValueError`` in every process unless every process that feeds the
+        batches runs the same fit: a ``random_state`` that is an integer, and the same
+        settings and data.
 
         Parameters
         ----------
         owner : str
             The estimator's class name, for messages.
-        what : str
-            What the arrays are, for messages.
+        seeded : bool
+            Whether this process's ``random_state`` is an integer.
+        settings : str
+            The fit's hyperparameters and mode, as text.
         arrays : sequence of ndarray
+            The fit's data and seeds.
         """
         if not self.spans_processes:
             return
         from jax.experimental import multihost_utils
 
-        digest = hashlib.blake2b(digest_size=8)
+        digest = hashlib.blake2b(settings.encode(), digest_size=8)
         for array in arrays:
             array = np.ascontiguousarray(array)
             digest.update(f"{array.dtype.str}{array.shape}".encode())
             digest.update(array.tobytes())
-        words = np.frombuffer(digest.digest(), dtype=np.uint32)
-        gathered = np.asarray(multihost_utils.process_allgather(words)).reshape(-1, words.size)
+        words = np.concatenate([[int(seeded)], np.frombuffer(digest.digest(), np.uint32)])
+        gathered = np.asarray(multihost_utils.process_allgather(words.astype(np.uint32)))
+        gathered = gathered.reshape(-1, words.size)
+        if not gathered[:, 0].all():
+            unseeded = int(np.flatnonzero(gathered[:, 0] == 0)[0])
+            raise ValueError(
+                f"{owner}: a fit over several processes needs the same integer "
+                "random_state in every process (the processes draw the same batches and "
+                f"initial weights from it); process {unseeded} has none."
+            )
         differing = [i for i, row in enumerate(gathered) if not np.array_equal(row, gathered[0])]
         if differing:
             raise ValueError(
-                f"{owner}: a fit over {self.part[1]} processes needs the same {what} in "
-                f"every process, but process {differing[0]} has other {what} than process "
-                "0. Run the same fit, with the same data and an integer random_state, in "
+                f"{owner}: a fit over {self.part[1]} processes needs the same "
+                f"hyperparameters, data and random_state in every process, but process "
+                f"{differing[0]} fits otherwise than process 0. Run the same fit in "
                 "every process."
             )
+
+    def agreed(self, values):
+        """Process 0's ``values`` (an array of numbers) in every process that feeds the
+        batches, so that decisions taken on them agree."""
+        if not self.spans_processes:
+            return values
+        from jax.experimental import multihost_utils
+
+        return np.asarray(multihost_utils.broadcast_one_to_all(np.asarray(values)))
 
 
 class _ThisProcess(Placement):
@@ -176,7 +207,26 @@ def _without_distribution():
         keras.distribution.set_distribution(previous)
 
 
-_THIS_PROCESS = _ThisProcess()
+THIS_PROCESS = _ThisProcess()
+
+
+def held_in_this_process(network):
+    """Whether every weight of ``network`` is held by this process (not by the devices
+    of several processes, as after a fit over a JAX multi-process runtime).
+
+    Parameters
+    ----------
+    network : keras.Model
+
+    Returns
+    -------
+    bool
+    """
+    return all(
+        getattr(variable.value, "is_fully_addressable", True) for variable in network.variables
+    )
+
+
 _ONE_DEVICE = Placement()
 
 
@@ -238,35 +288,51 @@ def _jax_placement(devices, owner):
             f"or ModelParallel on the JAX backend ({hint}), e.g. "
             "keras.distribution.DataParallel(devices=keras.distribution.list_devices())."
         )
-    mesh = devices.device_mesh
-    batch_axis = mesh.axis_names.index(devices.batch_dim_name)
-    part = _process_part(mesh, owner)
-    strategy = _unsharded_input(devices) if part[1] > 1 else devices
-    return Placement(mesh.shape[batch_axis], strategy, part)
-
-
-def _process_part(mesh, owner):
-    """``(index, count)``: which equal part of every batch this process feeds, of the
-    parts of the processes whose devices are in ``mesh``."""
     import jax
 
-    owners = [device.process_index for device in mesh.backend_mesh.devices.flat]
-    processes = sorted(set(owners))
+    mesh = devices.device_mesh
+    batch_axis = mesh.axis_names.index(devices.batch_dim_name)
+    if jax.process_count() == 1:
+        return Placement(mesh.shape[batch_axis], devices)
+    part = _process_part(devices, batch_axis, owner)
+    return Placement(mesh.shape[batch_axis], _unsharded_input(devices), part)
+
+
+def _process_part(distribution, batch_axis, owner):
+    """``(index, count)``: which equal part of every batch this process feeds, in a
+    multi-process runtime; every process draws the same conclusion (or error) from the
+    same distribution."""
+    import jax
+    import numpy as np
+
+    owners = np.vectorize(lambda device: device.process_index, otypes=[int])(
+        distribution.device_mesh.backend_mesh.devices
+    )
+    processes = sorted(set(owners.flat))
     if len(processes) == 1:
+        if processes[0] != jax.process_index():
+            raise ValueError(
+                f"{owner}: the distribution's devices all belong to process "
+                f"{processes[0]}, not to this one (process {jax.process_index()})."
+            )
         return (0, 1)
-    shares = {p: owners.count(p) for p in processes}
-    if len(set(shares.values())) > 1:
+    if processes != list(range(jax.process_count())):
         raise ValueError(
-            f"{owner}: the distribution's devices are spread unevenly over processes "
-            f"({', '.join(f'process {p}: {n}' for p, n in shares.items())} devices); "
-            "each process must bring as many devices, so that every process feeds an "
-            "equal part of each batch."
+            f"{owner}: the distribution's devices belong to processes {processes} of the "
+            f"{jax.process_count()} of the JAX runtime; a fit over several processes "
+            "needs devices of every process."
         )
-    if jax.process_index() not in shares:
+    # Every process must own whole slices of the batch axis, the same number each.
+    per_slice = np.moveaxis(owners, batch_axis, 0).reshape(owners.shape[batch_axis], -1)
+    whole = all(len(set(row)) == 1 for row in per_slice)
+    counts = {p: sum(row[0] == p for row in per_slice) for p in processes}
+    if not whole or len(set(counts.values())) > 1:
         raise ValueError(
-            f"{owner}: the distribution's devices belong to processes {processes}, not to "
-            f"this one (process {jax.process_index()}); every process that fits must "
-            "bring devices to the distribution."
+            f"{owner}: over several processes, each process must hold the same number of "
+            f"whole slices of the distribution's batch axis "
+            f"({distribution.batch_dim_name!r}), so that it feeds an equal part of every "
+            "batch; a model axis that spans processes is not supported. Use a "
+            "keras.distribution.DataParallel over keras.distribution.list_devices()."
         )
     return (processes.index(jax.process_index()), len(processes))
 

@@ -537,7 +537,7 @@ def _restore_network(estimator, archive, path):
     network_bytes = _read_member(
         archive, NETWORK_FILE, weights_limit + MAX_KERAS_CONFIG_BYTES, path, NETWORK_FILE
     )
-    network = estimator._new_network()
+    network = estimator._new_network(restored=True)
     with tempfile.TemporaryDirectory() as directory:
         network_path = os.path.join(directory, NETWORK_FILE)
         with open(network_path, "wb") as handle:

@@ -177,8 +177,9 @@ class NeuralStackTransducer(SequenceEstimatorBase):
     devices : None, "all", keras.distribution.DataParallel or tf.distribute.Strategy, \
             default=None
         Where training and inference run. None: one device, as Keras places it.
-        ``"all"``: data-parallel over every local device of the backend (its GPUs, or
-        its CPU devices if it has no GPU). A ``keras.distribution.DataParallel`` (JAX)
+        ``"all"``: data-parallel over every device of the backend (its GPUs, or its CPU
+        devices if it has no GPU; those of every process of a JAX multi-process
+        runtime). A ``keras.distribution.DataParallel`` (JAX)
         or a ``tf.distribute`` ``MirroredStrategy`` or ``OneDeviceStrategy``
         (TensorFlow) over the devices of this host is used as is; on JAX, a
         distribution may span the processes (hosts) of a multi-process runtime, each

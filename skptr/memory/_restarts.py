@@ -365,12 +365,17 @@ class HeldOutJudge:
             The same, with ``rounded``, ``score`` and ``snap`` set.
         """
         snap = self.settings.snap
-        outcome.rounded = self._score(outcome.candidate, snap)
-        outcome.score, outcome.snap = outcome.rounded, snap
-        if outcome.rounded < 1.0 and self.settings.may_soften:
+        rounded = self._score(outcome.candidate, snap)
+        soft = np.nan
+        if rounded < 1.0 and self.settings.may_soften:
             soft = self._score(outcome.candidate, False)
-            if soft > outcome.score:
-                outcome.score, outcome.snap = soft, False
+        # Processes that fit together take process 0's scores, so that they all take
+        # the same decisions.
+        rounded, soft = outcome.candidate._placement().agreed([rounded, soft])
+        outcome.rounded = float(rounded)
+        outcome.score, outcome.snap = outcome.rounded, snap
+        if soft > outcome.score:
+            outcome.score, outcome.snap = float(soft), False
         return outcome
 
 

@@ -100,15 +100,33 @@ def main(process_id, port, directory):
         pointer.save(f"{directory}/pointer.skptr")
         transducer.save(f"{directory}/transducer.skptr")
 
-    small = dict(hidden_size=8, epochs=1, batch_size=16, devices=devices)
-    results["unseeded"] = _error(lambda: PointerNetworkOrderer(**small).fit(X, y))
+    small = dict(hidden_size=8, batch_size=16, devices=devices)
+    results["unseeded"] = _error(lambda: PointerNetworkOrderer(epochs=1, **small).fit(X, y))
+    seed = None if process_id == 0 else 0
+    results["one_unseeded"] = _error(
+        lambda: PointerNetworkOrderer(epochs=1, random_state=seed, **small).fit(X, y)
+    )
     X_mine, y_mine = ragged_points(64, seed=process_id)
     results["other_data"] = _error(
-        lambda: PointerNetworkOrderer(random_state=0, **small).fit(X_mine, y_mine)
+        lambda: PointerNetworkOrderer(epochs=1, random_state=0, **small).fit(X_mine, y_mine)
     )
-    # Inference runs on this process's own device: one process predicts alone.
+    epochs = 1 + process_id
+    results["other_settings"] = _error(
+        lambda: PointerNetworkOrderer(epochs=epochs, random_state=0, **small).fit(X, y)
+    )
+    mesh = keras.distribution.DeviceMesh((1, 2), ["batch", "model"], jax.devices())
+    across = keras.distribution.ModelParallel(
+        layout_map=keras.distribution.LayoutMap(mesh), batch_dim_name="batch"
+    )
+    results["model_across"] = _error(
+        lambda: PointerNetworkOrderer(epochs=1, random_state=0, devices=across).fit(X, y)
+    )
+    # Inference runs on this process's own device: one process predicts alone, also
+    # once its estimator no longer names the distribution.
     if process_id == 1:
         results["alone"] = pointer.predict(X_test[:5]).tolist()
+        pointer.set_params(devices=None)
+        results["alone_one_device"] = pointer.predict(X_test[:5]).tolist()
     with open(f"{directory}/process-{process_id}.json", "w") as file:
         json.dump(results, file)
 

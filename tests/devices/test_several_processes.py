@@ -82,8 +82,7 @@ def _check_both_processes_learn_and_predict_the_same(two_processes):
     assert first["devices"] == second["devices"] == [2, 1]  # two global, one local
     assert first["rows_fed"] == second["rows_fed"] == [8]  # half of each batch of 16
     for key in first:
-        if key != "alone":
-            assert first[key] == second[key], key
+        assert first[key] == second[key], key
     assert sorted(weights_0) == sorted(weights_1)
     for name in weights_0:
         np.testing.assert_array_equal(weights_0[name], weights_1[name])
@@ -102,7 +101,7 @@ def _check_pointer_network_over_two_processes_matches_two_devices_of_one(two_pro
     assert first["pointer_beam"] == one.predict(X_test).tolist()
     one.set_params(warm_start=True, epochs=1).fit(X, y)
     _assert_close(_weights(weights, "warm_"), one.network_.get_weights(), atol=1e-4)
-    assert second["alone"] == one.predict(X_test[:5]).tolist()
+    assert second["alone"] == second["alone_one_device"] == one.predict(X_test[:5]).tolist()
     saved = load(directory / "pointer.skptr")  # after the warm start, by process 0
     assert saved.devices is None
     assert saved.predict(X_test[:5]).tolist() == second["alone"]
@@ -129,11 +128,13 @@ def _check_transducer_over_two_processes_matches_two_devices_of_one(two_processe
 def _check_processes_that_disagree_fail_in_every_process_with_the_reason(two_processes):
     _, results, _ = two_processes
     for result in results:
-        assert "needs the same integer random_state in every process" in result["unseeded"]
-        assert "Got random_state=None" in result["unseeded"]
-        assert (
-            "process 1 has other training data and seeds than process 0" in (result["other_data"])
-        )
+        for key in ("unseeded", "one_unseeded"):
+            assert "needs the same integer random_state in every process" in result[key]
+        assert "process 0 has none" in result["unseeded"]
+        assert "process 0 has none" in result["one_unseeded"]
+        for key in ("other_data", "other_settings"):
+            assert "process 1 fits otherwise than process 0" in result[key]
+        assert "a model axis that spans processes is not supported" in result["model_across"]
 
 
 def test_a_fit_over_two_processes(tmp_path):
