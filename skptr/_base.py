@@ -657,18 +657,19 @@ class SequenceEstimatorBase(BaseEstimator):
         """
         network_seed, split_seed, batches_seed = seeds.next(), seeds.next(), seeds.next()
         placement = self._placement()
-        settings = {k: v for k, v in self.get_params().items() if k not in _PER_PROCESS}
-        placement.check_same_fit_in_every_process(
-            type(self).__name__,
-            isinstance(self.random_state, Integral),
-            repr((sorted((k, repr(v)) for k, v in settings.items()), warm)),
-            [
-                *keras.tree.flatten(data.inputs),
-                data.targets,
-                data.lengths,
-                np.array([network_seed, split_seed, batches_seed]),
-            ],
-        )
+        if placement.spans_processes:
+            settings = {k: v for k, v in self.get_params().items() if k not in _PER_PROCESS}
+            placement.check_same_fit_in_every_process(
+                type(self).__name__,
+                isinstance(self.random_state, Integral),
+                repr((sorted((k, repr(v)) for k, v in settings.items()), warm)),
+                [
+                    *keras.tree.flatten(data.inputs),
+                    data.targets,
+                    data.lengths,
+                    np.array([network_seed, split_seed, batches_seed]),
+                ],
+            )
         if not warm:
             self.network_params_ = {
                 name: _plain(getattr(self, name)) for name in self._network_params
