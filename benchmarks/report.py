@@ -759,6 +759,24 @@ def _precision_blocks(rows, where, level):
     return blocks
 
 
+def _restarts_table(rows):
+    """The ``transducer_restarts`` rows: fit seconds of each ``n_init``."""
+    body = [
+        [
+            r["backend"],
+            r["n_init"],
+            r["runs"],
+            f"{r['n_samples']:,} \u00d7 {r['epochs']}",
+            f"{r['fit_s']:.1f}",
+            f"\u00d7{r['ratio']:.2f}",
+        ]
+        for r in rows
+    ]
+    return table(
+        ["backend", "n_init", "runs", "samples \u00d7 epochs", "fit, s", "vs first"], body
+    )
+
+
 def _gpu_blocks(data):
     """The rows measured on a GPU host: ``benchmarks/results/gpu/``."""
     gpu = {key.split("/", 1)[1]: value for key, value in data.items() if "/" in key}
@@ -852,6 +870,16 @@ def _gpu_blocks(data):
         blocks.append(
             table(["memory", "strengths", "input tokens", "first call, s", "then, s"], body)
         )
+    if "transducer_restarts.jax" in gpu:
+        blocks.append(heading("Transducer: the cost of several initialisations on the GPU", 3))
+        blocks.append(
+            para(
+                "The CPU table's task and settings (random targets, every initialisation "
+                "runs to the end), one fit each: the eight runs share the compiled step, "
+                "and each costs little beside the first fit's compiling."
+            )
+        )
+        blocks.append(_restarts_table(gpu["transducer_restarts.jax"]["results"]))
     if "hull50_budget" in gpu:
         row = gpu["hull50_budget"]
         first = row["curve"][0]
@@ -1151,23 +1179,7 @@ def build_blocks(data, run):
                 "than one, each run trains on 90 % of the samples and is scored on the rest."
             )
         )
-        body = [
-            [
-                r["backend"],
-                r["n_init"],
-                r["runs"],
-                f"{r['n_samples']:,} \u00d7 {r['epochs']}",
-                f"{r['fit_s']:.1f}",
-                f"\u00d7{r['ratio']:.2f}",
-            ]
-            for r in rows
-        ]
-        blocks.append(
-            table(
-                ["backend", "n_init", "runs", "samples \u00d7 epochs", "fit, s", "vs first"],
-                body,
-            )
-        )
+        blocks.append(_restarts_table(rows))
 
     if any(k.startswith("two_devices") for k in data):
         rows = _speed_rows(data, "two_devices")
