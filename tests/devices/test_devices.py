@@ -196,6 +196,50 @@ def test_each_process_feeds_its_own_equal_part_of_every_batch():
     assert one.process_rows(batch) is batch and one.inference is one
 
 
+class _FakeDevice:
+    def __init__(self, process_index):
+        self.process_index = process_index
+
+
+class _FakeDistribution:
+    """A distribution whose mesh holds devices of the given processes."""
+
+    def __init__(self, owners, batch_dim_name="batch"):
+        devices = np.vectorize(_FakeDevice, otypes=[object])(np.asarray(owners))
+        backend_mesh = type("Mesh", (), {"devices": devices})()
+        self.device_mesh = type("DeviceMesh", (), {"backend_mesh": backend_mesh})()
+        self.batch_dim_name = batch_dim_name
+
+
+@pytest.mark.parametrize(
+    ("owners", "batch_axis", "part"),
+    [
+        ([0, 0, 1, 1], 0, (1, 2)),  # a DataParallel over two processes of two devices
+        ([[0, 0], [1, 1]], 0, (1, 2)),  # each process holds a slice of the batch axis
+        ([[0, 1], [0, 1]], 1, (1, 2)),  # the batch axis second
+        ([[0, 1], [2, 3]], 0, None),  # the model axis spans processes
+        ([0, 0, 0, 1], 0, None),  # uneven
+        ([0, 0, 2, 2], 0, None),  # process 1 of the runtime brings no device
+    ],
+)
+def test_each_process_must_hold_equal_whole_slices_of_the_batch_axis(
+    monkeypatch, owners, batch_axis, part
+):
+    import jax
+
+    from skptr._devices import _process_part
+
+    n_processes = max(np.ravel(owners)) + 1
+    monkeypatch.setattr(jax, "process_index", lambda: 1)
+    monkeypatch.setattr(jax, "process_count", lambda: max(n_processes, 2))
+    distribution = _FakeDistribution(owners)
+    if part is not None:
+        assert _process_part(distribution, batch_axis, "Owner") == part
+    else:
+        with pytest.raises(ValueError, match=r"Owner: .*(batch axis|processes)"):
+            _process_part(distribution, batch_axis, "Owner")
+
+
 def test_fits_on_two_devices_are_quiet(capfd):
     X, y = _strings(32, seed=5)
     settings = dict(hidden_size=8, embedding_dim=4, memory_width=4, n_init=1, devices="all")
