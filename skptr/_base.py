@@ -48,7 +48,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _backend, _schema
 from ._batches import ShuffledBatches, held_out_split, inference_rows
-from ._devices import ALL_DEVICES, THIS_PROCESS, held_in_this_process, placement_of
+from ._devices import ALL_DEVICES, held_in_this_process, placement_of
 from ._limits import MAX_COUNT, check_memory
 from ._persistence import save as _save_estimator
 from ._precision import DTYPE_POLICIES, dtype_policy_scope, global_dtype_policy
@@ -842,11 +842,7 @@ class SequenceEstimatorBase(BaseEstimator):
             return self.network_
         copy = _LOCAL_COPIES.get(self.network_)
         if copy is None:
-            with THIS_PROCESS.scope():
-                policy = self.network_params_.get("dtype_policy")
-                with dtype_policy_scope(policy):
-                    copy = self._as_fitted()._build_network(0)
-            _LOCAL_COPIES[self.network_] = copy
+            copy = _LOCAL_COPIES[self.network_] = self._new_network(restored=True)
         copy.set_weights(self.network_.get_weights())
         return copy
 

@@ -44,7 +44,6 @@ import numpy as np
 __all__ = [
     "ALL_DEVICES",
     "TENSORFLOW_STRATEGIES",
-    "THIS_PROCESS",
     "Placement",
     "held_in_this_process",
     "on_accelerator",
@@ -93,7 +92,7 @@ class Placement:
     def inference(self):
         """Where inference runs: here, or this process's own device when training
         spans processes."""
-        return THIS_PROCESS if self.spans_processes else self
+        return _THIS_PROCESS if self.spans_processes else self
 
     def scope(self):
         """The context in which networks are built, trained and run."""
@@ -132,9 +131,9 @@ class Placement:
             return model.predict(inputs, batch_size=int(n_rows), verbose=0)
 
     def check_same_fit_in_every_process(self, owner, seeded, settings, arrays):
-        """Raise a ``ValueError`` in every process unless every process that feeds the
-        batches runs the same fit: a ``random_state`` that is an integer, and the same
-        settings and data.
+        """For a fit over several processes: raise a ``ValueError`` in every process
+        unless every process that feeds the batches runs the same fit (a
+        ``random_state`` that is an integer, the same settings and data).
 
         Parameters
         ----------
@@ -147,8 +146,6 @@ class Placement:
         arrays : sequence of ndarray
             The fit's data and seeds.
         """
-        if not self.spans_processes:
-            return
         from jax.experimental import multihost_utils
 
         digest = hashlib.blake2b(settings.encode(), digest_size=8)
@@ -207,7 +204,7 @@ def _without_distribution():
         keras.distribution.set_distribution(previous)
 
 
-THIS_PROCESS = _ThisProcess()
+_THIS_PROCESS = _ThisProcess()
 
 
 def held_in_this_process(network):
@@ -303,7 +300,6 @@ def _process_part(distribution, batch_axis, owner):
     multi-process runtime; every process draws the same conclusion (or error) from the
     same distribution."""
     import jax
-    import numpy as np
 
     owners = np.vectorize(lambda device: device.process_index, otypes=[int])(
         distribution.device_mesh.backend_mesh.devices

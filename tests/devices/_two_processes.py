@@ -1,6 +1,7 @@
 """One of two processes that fit together over a multi-process JAX runtime.
 
-Run by ``test_several_processes.py`` as ``python _two_processes.py ID PORT DIRECTORY``:
+Also the data, settings and helpers that the device tests share. Run by
+``test_several_processes.py`` as ``python _two_processes.py ID PORT DIRECTORY``:
 both processes start a JAX runtime of two processes with one CPU device each, fit the
 same estimators with a ``DataParallel`` over both devices, and write what they learned
 and predicted to ``DIRECTORY/process-ID.json`` and ``.npz``.
@@ -43,6 +44,13 @@ def strings(n_samples, seed):
     rng = np.random.default_rng(seed)
     X = ["".join(rng.choice(list("abc"), size=rng.integers(1, 9))) for _ in range(n_samples)]
     return X, [x[::-1] for x in X]
+
+
+def assert_same_weights(a, b, atol):
+    """Assert that two lists of weight arrays agree within ``atol``."""
+    assert len(a) == len(b)
+    for x, y in zip(a, b, strict=True):
+        np.testing.assert_allclose(x, y, atol=atol)
 
 
 def _error(fit):

@@ -10,6 +10,9 @@ import sys
 import keras
 import numpy as np
 import pytest
+from _two_processes import POINTER_SETTINGS, TRANSDUCER_SETTINGS, assert_same_weights
+from _two_processes import ragged_points as _ragged_points
+from _two_processes import strings as _strings
 from sklearn.base import clone
 
 from skptr import NeuralStackTransducer, PointerNetworkOrderer, load
@@ -37,25 +40,6 @@ def _strategy():
     return SeparateKeys(["/cpu:0", "/cpu:1"])
 
 
-def _ragged_points(n_samples, seed):
-    rng = np.random.default_rng(seed)
-    X = [rng.random((rng.integers(3, 9), 2)) for _ in range(n_samples)]
-    y = [np.argsort(x[:, 0]) for x in X]
-    return X, y
-
-
-def _strings(n_samples, seed):
-    rng = np.random.default_rng(seed)
-    X = ["".join(rng.choice(list("abc"), size=rng.integers(1, 9))) for _ in range(n_samples)]
-    return X, [x[::-1] for x in X]
-
-
-def _assert_same_weights(a, b, atol):
-    assert len(a) == len(b)
-    for x, y in zip(a, b, strict=True):
-        np.testing.assert_allclose(x, y, atol=atol)
-
-
 def test_all_devices_is_the_backends_data_parallel_machinery():
     placement = PointerNetworkOrderer(devices="all")._placement()
     assert placement.n_replicas == 2
@@ -68,19 +52,12 @@ def test_all_devices_is_the_backends_data_parallel_machinery():
 
 def test_pointer_network_on_two_devices_matches_one_device():
     X, y = _ragged_points(192, seed=0)
-    settings = dict(
-        hidden_size=16,
-        epochs=3,
-        batch_size=16,
-        validation_fraction=1 / 6,
-        early_stopping=True,
-        random_state=3,
-    )
+    settings = POINTER_SETTINGS
     one = PointerNetworkOrderer(**settings).fit(X, y)
     two = PointerNetworkOrderer(devices="all", **settings).fit(X, y)
     for key in ("loss", "val_loss"):
         np.testing.assert_allclose(two.history_[key], one.history_[key], rtol=1e-4)
-    _assert_same_weights(two.network_.get_weights(), one.network_.get_weights(), atol=1e-4)
+    assert_same_weights(two.network_.get_weights(), one.network_.get_weights(), atol=1e-4)
     X_test, y_test = _ragged_points(37, seed=1)
     np.testing.assert_array_equal(two.predict(X_test), one.predict(X_test))
     np.testing.assert_allclose(two.predict_proba(X_test), one.predict_proba(X_test), atol=1e-5)
@@ -90,29 +67,18 @@ def test_pointer_network_on_two_devices_matches_one_device():
     np.testing.assert_array_equal(two.predict(X_test), one.predict(X_test))
     for est in (one, two):
         est.set_params(warm_start=True, epochs=1).fit(X, y)
-    _assert_same_weights(two.network_.get_weights(), one.network_.get_weights(), atol=1e-4)
+    assert_same_weights(two.network_.get_weights(), one.network_.get_weights(), atol=1e-4)
 
 
 def test_transducer_on_two_devices_matches_one_device():
     # Sequences of mixed lengths (the replicas hold different numbers of tokens), gate
     # noise from the first epoch, clipped gradients and two initialisations.
     X, y = _strings(128, seed=0)
-    settings = dict(
-        hidden_size=16,
-        embedding_dim=8,
-        memory_width=8,
-        epochs=4,
-        batch_size=16,
-        n_init=2,
-        gate_noise=0.5,
-        gate_noise_start=0.0,
-        clipnorm=0.5,
-        random_state=0,
-    )
+    settings = {**TRANSDUCER_SETTINGS, "epochs": 4}
     one = NeuralStackTransducer(**settings).fit(X, y)
     two = NeuralStackTransducer(devices="all", **settings).fit(X, y)
     np.testing.assert_allclose(two.history_["loss"], one.history_["loss"], rtol=1e-4)
-    _assert_same_weights(two.network_.get_weights(), one.network_.get_weights(), atol=1e-4)
+    assert_same_weights(two.network_.get_weights(), one.network_.get_weights(), atol=1e-4)
     X_test, _ = _strings(21, seed=1)
     assert two.predict(X_test).tolist() == one.predict(X_test).tolist()
     for a, b in zip(two.memory_trace(X_test[:5]), one.memory_trace(X_test[:5]), strict=True):
@@ -141,7 +107,7 @@ def test_batches_that_do_not_split_evenly_fail_before_training():
     weights = est.network_.get_weights()
     with pytest.raises(ValueError, match=r"hold 15 samples .* multiple of 2"):
         est.set_params(batch_size=15, warm_start=True).fit(X, y)
-    _assert_same_weights(est.network_.get_weights(), weights, atol=0)
+    assert_same_weights(est.network_.get_weights(), weights, atol=0)
     assert est.n_iter_ == 1
 
 

@@ -14,6 +14,7 @@ import pytest
 from _two_processes import (
     POINTER_SETTINGS,
     TRANSDUCER_SETTINGS,
+    assert_same_weights,
     ragged_points,
     strings,
 )
@@ -71,12 +72,6 @@ def _weights(weights, prefix):
     return [weights[name] for name in sorted(names, key=lambda name: int(name.split("_")[1]))]
 
 
-def _assert_close(a, b, atol):
-    assert len(a) == len(b)
-    for x, y in zip(a, b, strict=True):
-        np.testing.assert_allclose(x, y, atol=atol)
-
-
 def _check_both_processes_learn_and_predict_the_same(two_processes):
     _, (first, second), (weights_0, weights_1) = two_processes
     assert first["devices"] == second["devices"] == [2, 1]  # two global, one local
@@ -95,12 +90,12 @@ def _check_pointer_network_over_two_processes_matches_two_devices_of_one(two_pro
     one = PointerNetworkOrderer(devices="all", **POINTER_SETTINGS).fit(X, y)
     for key in ("loss", "val_loss"):
         np.testing.assert_allclose(first["pointer_history"][key], one.history_[key], rtol=1e-4)
-    _assert_close(_weights(weights, "pointer_"), one.network_.get_weights(), atol=1e-4)
+    assert_same_weights(_weights(weights, "pointer_"), one.network_.get_weights(), atol=1e-4)
     assert first["pointer_greedy"] == one.predict(X_test).tolist()
     one.set_params(decode="beam", beam_width=3)
     assert first["pointer_beam"] == one.predict(X_test).tolist()
     one.set_params(warm_start=True, epochs=1).fit(X, y)
-    _assert_close(_weights(weights, "warm_"), one.network_.get_weights(), atol=1e-4)
+    assert_same_weights(_weights(weights, "warm_"), one.network_.get_weights(), atol=1e-4)
     assert second["alone"] == second["alone_one_device"] == one.predict(X_test[:5]).tolist()
     saved = load(directory / "pointer.skptr")  # after the warm start, by process 0
     assert saved.devices is None
@@ -114,7 +109,7 @@ def _check_transducer_over_two_processes_matches_two_devices_of_one(two_processe
     one = NeuralStackTransducer(devices="all", **TRANSDUCER_SETTINGS).fit(S, S_reversed)
     history = first["transducer_history"]
     np.testing.assert_allclose(history["loss"], one.history_["loss"], rtol=1e-4)
-    _assert_close(_weights(weights, "transducer_"), one.network_.get_weights(), atol=1e-4)
+    assert_same_weights(_weights(weights, "transducer_"), one.network_.get_weights(), atol=1e-4)
     assert first["transducer_predict"] == one.predict(S_test).tolist()
     traces = one.memory_trace(S_test[:3])
     for strengths, trace in zip(first["transducer_strengths"], traces, strict=True):
