@@ -103,7 +103,15 @@ class ShuffledBatches:
         Samples per batch; at most the number of samples.
     seed : int
         Seed of the shuffling.
+
+    Attributes
+    ----------
+    varying_steps : bool
+        Whether batches may differ in their number of steps (axis 1), so that the
+        backend's input pipeline must not fix it (False here).
     """
+
+    varying_steps = False
 
     def __init__(self, data, batch_size, seed):
         self.data = data
@@ -156,9 +164,11 @@ class ShuffledBatches:
             On JAX, gives the rows of a batch that this process feeds when several
             processes feed each batch (:meth:`~skptr._devices.Placement.process_rows`).
         """
-        if keras.backend.backend() == "tensorflow":
-            return _tensorflow_dataset(self)
-        return _EpochSource(self, process_rows)
+        if keras.backend.backend() != "tensorflow":
+            return _EpochSource(self, process_rows)
+        if self.varying_steps:
+            return _tensorflow_generated_dataset(self)
+        return _tensorflow_dataset(self)
 
 
 #: :class:`LengthGroupedBatches` groups samples of similar lengths within windows of
@@ -220,6 +230,8 @@ class LengthGroupedBatches(ShuffledBatches):
         for a backend that compiles the step once per shape, against more padding.
     """
 
+    varying_steps = True
+
     def __init__(self, data, batch_size, seed, extents, trim, powers_of_two=False):
         super().__init__(data, batch_size, seed)
         self.extents = np.asarray(extents, dtype=np.int64).reshape(len(data.lengths), -1)
@@ -247,11 +259,6 @@ class LengthGroupedBatches(ShuffledBatches):
         sizes = _rounded_extents(self.extents[members].max(axis=0), self.full, self.powers_of_two)
         inputs, targets = take(self.data.inputs, members), self.data.targets[members]
         return self.trim(inputs, targets, tuple(int(size) for size in sizes))
-
-    def dataset(self, process_rows=None):
-        if keras.backend.backend() == "tensorflow":
-            return _tensorflow_generated_dataset(self)
-        return _EpochSource(self, process_rows)
 
 
 class _Reshuffle(keras.callbacks.Callback):

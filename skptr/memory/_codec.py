@@ -131,6 +131,12 @@ class TransducerCodec:
         return TrainingData(streams, labels, lengths)
 
     @staticmethod
+    def training_extents(data):
+        """Each encoded training sample's stream steps that are not padding: its
+        source, the separator and its target."""
+        return data.lengths + (data.targets >= 0).sum(axis=1)
+
+    @staticmethod
     def training_pairs(data):
         """The source stream ids and the target token ids of encoded training data.
 

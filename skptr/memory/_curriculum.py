@@ -27,6 +27,13 @@ class CurriculumBatches(ShuffledBatches):
     admits longer ones, in ``N_STAGES`` stages, whenever the epoch's training loss
     drops below ``LOSS_TO_ADVANCE`` or a stage has lasted ``PATIENCE`` epochs.
 
+    The batches of a stage are cut along the time axis (axis 1) to the longest stream
+    it admits. Padding costs as much as data in a step, and more in the memory, whose
+    slots grow with the steps; a stage of sources a quarter as long as the longest
+    trains several times faster. The loss of a sample does not depend on the padding
+    after it, so the batches' losses and gradients are those of the full-length ones.
+    The backend traces or compiles the training step once per stage.
+
     Parameters
     ----------
     data : TrainingData
@@ -37,9 +44,11 @@ class CurriculumBatches(ShuffledBatches):
         Seed of the shuffling.
     curriculum : bool
         Whether to use the curriculum; without it every sample is admitted at once.
+    extents : ndarray of shape (n_samples,), optional
+        Each sample's steps that are not padding; without them batches are not cut.
     """
 
-    def __init__(self, data, batch_size, seed, curriculum=True):
+    def __init__(self, data, batch_size, seed, curriculum=True, extents=None):
         super().__init__(data, batch_size, seed)
         distinct = np.unique(data.lengths)
         if curriculum and len(distinct) > 1:
@@ -50,6 +59,12 @@ class CurriculumBatches(ShuffledBatches):
             self.limits = [int(distinct[-1])]
         self.stage = 0
         self.epochs_in_stage = 0
+        self.varying_steps = extents is not None and len(self.limits) > 1
+        if self.varying_steps:
+            extents = np.asarray(extents, dtype=np.int64)
+            self.stage_steps = [int(extents[data.lengths <= x].max()) for x in self.limits]
+        else:
+            self.stage_steps = [data.n_steps] * len(self.limits)
 
     @property
     def max_length(self):
@@ -58,6 +73,13 @@ class CurriculumBatches(ShuffledBatches):
 
     def admitted(self):
         return np.flatnonzero(self.data.lengths <= self.max_length)
+
+    def batch(self, index):
+        """Inputs and targets of batch ``index`` of the current epoch, cut to the
+        longest stream of the current stage."""
+        inputs, targets = super().batch(index)
+        n_steps = self.stage_steps[self.stage]
+        return inputs[:, :n_steps], targets[:, :n_steps]
 
     def advance(self, loss):
         """End an epoch: admit longer sources if the loss is low enough or the stage

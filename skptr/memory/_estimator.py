@@ -441,7 +441,13 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         return callbacks
 
     def _training_batches(self, data, batch_size, seed):
-        return CurriculumBatches(data, batch_size, seed, curriculum=self.curriculum)
+        return CurriculumBatches(
+            data,
+            batch_size,
+            seed,
+            curriculum=self.curriculum,
+            extents=TransducerCodec.training_extents(data),
+        )
 
     # ------------------------------------------------------------- inference
     def _sources(self, X):
