@@ -32,6 +32,7 @@ __all__ = [
     "replica_rows",
     "replica_sum",
     "scan",
+    "write_slot",
 ]
 
 #: The Keras backends skptr runs on, the default first.
@@ -98,6 +99,38 @@ def scan(body, carry, per_step):
         keep_going, step, (tf.constant(1), carry, buffers), maximum_iterations=n_steps - 1
     )
     return carry, tf.nest.map_structure(lambda b: b.stack(), buffers)
+
+
+def write_slot(array, slot, update):
+    """``array`` with ``update`` written at index ``slot`` of its second axis.
+
+    Writes only what changes, where ``keras.ops.where`` over a mask would rewrite the
+    whole array: in a loop that writes one slot per step of a memory that grows with
+    the steps, this is the difference between linear and quadratic work per sequence.
+    On JAX (and other backends) this is ``keras.ops.slice_update``. TensorFlow-specific:
+    its ``slice_update`` is an XLA operation without a gradient outside XLA, so
+    ``tensor_scatter_nd_update`` writes the slot of every row.
+
+    Parameters
+    ----------
+    array : tensor of shape (batch, slots, ...)
+    slot : int or scalar int tensor
+    update : tensor of shape (batch, ...)
+
+    Returns
+    -------
+    tensor of the shape of ``array``
+    """
+    slot = keras.ops.cast(slot, "int32")
+    update = keras.ops.cast(update, array.dtype)
+    if keras.backend.backend() != "tensorflow":
+        start = (0, slot) + (0,) * (len(array.shape) - 2)
+        return keras.ops.slice_update(array, start, keras.ops.expand_dims(update, 1))
+    import tensorflow as tf
+
+    rows = tf.range(tf.shape(array)[0], dtype=tf.int32)
+    indices = tf.stack([rows, tf.fill(tf.shape(rows), slot)], axis=1)
+    return tf.tensor_scatter_nd_update(array, indices, update)
 
 
 def _replicas_of_the_step():

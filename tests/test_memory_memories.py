@@ -470,3 +470,24 @@ def _snapped_continuous_decode(network, source, n_steps):
         produced.append(token)
         previous = np.where(token == 0, 1, token - 1 + network.output_offset)
     return np.stack(produced, axis=1)
+
+
+def test_write_slot_writes_one_slot_of_every_row_and_passes_gradients():
+    from skptr._backend import write_slot
+
+    array = np.arange(24, dtype="float32").reshape(2, 4, 3)
+    update = -np.arange(6, dtype="float32").reshape(2, 3) - 1.0
+    written = np.asarray(write_slot(ops.convert_to_tensor(array), 2, ops.convert_to_tensor(update)))
+    expected = array.copy()
+    expected[:, 2] = update
+    np.testing.assert_array_equal(written, expected)
+    weights = np.arange(24, dtype="float32").reshape(2, 4, 3) / 10.0
+
+    def loss(array, update):
+        return ops.sum(write_slot(array, ops.convert_to_tensor(1, "int32"), update) * weights)
+
+    grad_array, grad_update = _gradients(loss, array, update)
+    expected_array = weights.copy()
+    expected_array[:, 1] = 0.0  # overwritten
+    np.testing.assert_allclose(grad_array, expected_array, rtol=1e-6)
+    np.testing.assert_allclose(grad_update, weights[:, 1], rtol=1e-6)

@@ -27,6 +27,8 @@ from numbers import Real
 import numpy as np
 from keras import ops
 
+from .._backend import write_slot
+
 __all__ = [
     "MEMORY_KINDS",
     "deque_step",
@@ -72,11 +74,7 @@ def _read(values, strengths, covering):
 
 def _write(values, strengths, slot, push, value):
     """Write ``value`` with strength ``push`` into slot ``slot`` of every sample."""
-    n_slots = ops.shape(strengths)[-1]
-    mask = ops.equal(ops.arange(n_slots, dtype="int32"), ops.cast(slot, "int32"))
-    strengths = ops.where(mask[None, :], push[:, None], strengths)
-    values = ops.where(mask[None, :, None], value[:, None, :], values)
-    return values, strengths
+    return write_slot(values, slot, value), write_slot(strengths, slot, push)
 
 
 def stack_step(values, strengths, push, pop, value, step):
