@@ -477,7 +477,8 @@ def test_write_slot_writes_one_slot_of_every_row_and_passes_gradients():
 
     array = np.arange(24, dtype="float32").reshape(2, 4, 3)
     update = -np.arange(6, dtype="float32").reshape(2, 3) - 1.0
-    written = np.asarray(write_slot(ops.convert_to_tensor(array), 2, ops.convert_to_tensor(update)))
+    written = write_slot(ops.convert_to_tensor(array), 2, ops.convert_to_tensor(update))
+    written = np.asarray(written)
     expected = array.copy()
     expected[:, 2] = update
     np.testing.assert_array_equal(written, expected)
