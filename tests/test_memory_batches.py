@@ -6,7 +6,7 @@ import pytest
 
 from skptr.memory import NeuralStackTransducer
 from skptr.memory._codec import TransducerCodec
-from skptr.memory._curriculum import CurriculumBatches
+from skptr.memory._curriculum import MIN_CUT_STEPS, CurriculumBatches
 from skptr.memory._network import PAD, TokenCrossentropy, TransducerNetwork
 
 
@@ -53,15 +53,18 @@ def test_each_stage_cuts_its_batches_to_its_longest_stream():
     assert batches.stage_steps[-1] == data.n_steps
 
 
-@pytest.mark.parametrize(("curriculum", "lengths"), [(False, [3, 9, 5, 7]), (True, [6, 6, 6, 6])])
-def test_batches_keep_every_step_without_stages(curriculum, lengths):
+@pytest.mark.parametrize(
+    ("curriculum", "lengths"),
+    [(False, [3, 40, 5, 7]), (True, [40, 40, 40, 40]), (True, [3, 9, 5, 7])],
+)
+def test_batches_keep_every_step_without_stages_or_long_streams(curriculum, lengths):
     X, y = _numpy_pairs(np.random.default_rng(1), lengths)
     data = _encoded(X, y)
     batches = CurriculumBatches(
         data, 2, seed=0, curriculum=curriculum, extents=TransducerCodec.training_extents(data)
     )
     assert not batches.varying_steps
-    assert len(batches.limits) == 1
+    assert len(batches.limits) == 1 or data.n_steps < MIN_CUT_STEPS
     inputs, targets = batches.batch(0)
     assert inputs.shape == targets.shape == (2, data.n_steps)
 
@@ -114,9 +117,10 @@ def test_a_cut_batch_has_the_loss_and_gradients_of_the_full_batch(memory):
 
 def test_a_fit_trains_on_the_cut_batches_of_its_stages(monkeypatch):
     rng = np.random.default_rng(3)
-    X, y = _numpy_pairs(rng, rng.integers(2, 21, size=64))
+    X, y = _numpy_pairs(rng, rng.integers(2, 41, size=64))
     data = _encoded(X, y)
-    longest_of_first_stage = int(TransducerCodec.training_extents(data)[data.lengths <= 7].max())
+    assert data.n_steps >= MIN_CUT_STEPS
+    longest_of_first_stage = int(TransducerCodec.training_extents(data)[data.lengths <= 12].max())
     assert longest_of_first_stage < data.n_steps
     shapes = []
     batch = CurriculumBatches.batch
@@ -128,8 +132,8 @@ def test_a_fit_trains_on_the_cut_batches_of_its_stages(monkeypatch):
 
     monkeypatch.setattr(CurriculumBatches, "batch", recorded)
     est = NeuralStackTransducer(n_init=1, epochs=3, batch_size=16, random_state=0).fit(X, y)
-    # Three epochs in the first stage (sources of up to a quarter of 2..20).
-    assert est.history_["max_length"] == [7.0, 7.0, 7.0]
+    # Three epochs in the first stage (sources of up to a quarter of 2..40).
+    assert est.history_["max_length"] == [12.0, 12.0, 12.0]
     assert len(shapes) >= 3 * 4
     assert set(shapes) == {(16, longest_of_first_stage)}
     assert np.all(np.isfinite(est.history_["loss"]))
