@@ -272,31 +272,58 @@ def out_of_memory_as_error(estimator):
         ) from None
 
 
-#: On JAX, every this many new networks JAX's compilation caches are cleared.
+#: On JAX, JAX's compilation caches are cleared once the process holds more memory
+#: mappings than this share of the kernel's limit (``vm.max_map_count``).
+MAP_SHARE_BEFORE_CACHE_CLEAR = 0.5
+
+#: Where the kernel does not report mappings (no ``/proc``), the caches are cleared
+#: every this many new networks instead.
 NETWORKS_PER_CACHE_CLEAR = 16
 
 _networks_since_clear = 0
 _clear_lock = threading.Lock()
 
 
+def _memory_maps():
+    """``(mappings held by this process, the kernel's limit)``, or ``None`` where the
+    kernel does not report them."""
+    try:
+        with open("/proc/sys/vm/max_map_count") as limit_file:
+            limit = int(limit_file.read())
+        with open("/proc/self/maps", "rb") as maps:
+            held = sum(1 for _ in maps)
+    except (OSError, ValueError):
+        return None
+    return held, limit
+
+
 def new_network_built():
-    """Account for a newly built network; on JAX, free dead models' executables now and then.
+    """Account for a newly built network; on JAX, free dead models' executables when
+    they crowd the process.
 
     JAX keeps the compiled executables of every ``jit`` function it has run until its
     caches are cleared, also after the Keras model that owned them is gone: each fitted
     and used estimator leaves about 1,000 memory mappings behind on Linux, and XLA's
     CPU compiler crashes once a process reaches the kernel's limit
     (``vm.max_map_count``, 65,530 by default), i.e. after some 65 estimators in one
-    grid search. Every :data:`NETWORKS_PER_CACHE_CLEAR` new networks,
-    ``jax.clear_caches()`` frees them; models still in use compile their functions
-    again on their next call. Does nothing on TensorFlow.
+    grid search. Once the process holds more than
+    :data:`MAP_SHARE_BEFORE_CACHE_CLEAR` of that limit, ``jax.clear_caches()`` frees
+    them; models still in use compile their functions again on their next call, so the
+    caches are not cleared while there is room. Where the kernel does not report its
+    mappings, they are cleared every :data:`NETWORKS_PER_CACHE_CLEAR` new networks.
+    Does nothing on TensorFlow.
     """
     global _networks_since_clear
     if keras.backend.backend() != "jax":
         return
+    maps = _memory_maps()
     with _clear_lock:
         _networks_since_clear += 1
-        if _networks_since_clear < NETWORKS_PER_CACHE_CLEAR:
+        if maps is not None:
+            held, limit = maps
+            if held <= MAP_SHARE_BEFORE_CACHE_CLEAR * limit:
+                return
+        elif _networks_since_clear < NETWORKS_PER_CACHE_CLEAR:
             return
         _networks_since_clear = 0
     import jax

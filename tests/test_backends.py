@@ -191,7 +191,8 @@ def _memory_maps():
 def test_dead_models_executables_are_freed_on_jax(monkeypatch):
     # Each fitted and used estimator leaves ~1,000 memory maps in JAX's caches; XLA
     # crashes when a process reaches vm.max_map_count (65,530 by default).
-    monkeypatch.setattr(_backend, "NETWORKS_PER_CACHE_CLEAR", 2)
+    held, limit = _backend._memory_maps()
+    monkeypatch.setattr(_backend, "MAP_SHARE_BEFORE_CACHE_CLEAR", (held + 500) / limit)
     X = np.random.default_rng(0).random((64, 5))
     y = np.argsort(X, axis=1)
     counts = []
@@ -203,6 +204,31 @@ def test_dead_models_executables_are_freed_on_jax(monkeypatch):
     # Without clearing, the count grows by 800 to 1,000 at every estimator (+5,600 or more
     # over these eight).
     assert max(counts) - min(counts) < 2500, counts
+
+
+@pytest.mark.skipif(BACKEND != "jax", reason="only JAX's caches are cleared")
+@pytest.mark.parametrize(
+    ("maps", "expected_clears"),
+    [
+        ((32_000, 65_530), 0),  # room left: the live models keep their executables
+        ((32_766, 65_530), 20),  # over half the limit: cleared at every new network
+        ((1_000, 2_000), 0),
+        ((1_001, 2_000), 20),
+        (None, 1),  # no /proc: every 16 networks
+    ],
+)
+def test_jax_caches_are_cleared_only_when_the_mappings_crowd_the_process(
+    monkeypatch, maps, expected_clears
+):
+    import jax
+
+    clears = []
+    monkeypatch.setattr(jax, "clear_caches", lambda: clears.append(1))
+    monkeypatch.setattr(_backend, "_memory_maps", lambda: maps)
+    monkeypatch.setattr(_backend, "_networks_since_clear", 0)
+    for _ in range(20):
+        _backend.new_network_built()
+    assert len(clears) == expected_clears
 
 
 def test_adam_squares_the_summed_gradient_of_repeated_tokens():
