@@ -191,6 +191,9 @@ def _memory_maps():
 def test_dead_models_executables_are_freed_on_jax(monkeypatch):
     # Each fitted and used estimator leaves ~1,000 memory maps in JAX's caches; XLA
     # crashes when a process reaches vm.max_map_count (65,530 by default).
+    import jax
+
+    jax.clear_caches()  # what earlier tests left behind
     held, limit = _backend._memory_maps()
     monkeypatch.setattr(_backend, "MAP_SHARE_BEFORE_CACHE_CLEAR", (held + 500) / limit)
     X = np.random.default_rng(0).random((64, 5))
