@@ -273,8 +273,10 @@ def out_of_memory_as_error(estimator):
 
 
 #: On JAX, JAX's compilation caches are cleared once the process holds more memory
-#: mappings than this share of the kernel's limit (``vm.max_map_count``).
-MAP_SHARE_BEFORE_CACHE_CLEAR = 0.5
+#: mappings than this, or than half of the kernel's limit (``vm.max_map_count``) where
+#: that is lower. A dead model's executables take about 40 KB of memory per mapping, so
+#: this bounds them to about 1.3 GB.
+MAPS_BEFORE_CACHE_CLEAR = 32_768
 
 #: Where the kernel does not report mappings (no ``/proc``), the caches are cleared
 #: every this many new networks instead.
@@ -306,9 +308,9 @@ def new_network_built():
     and used estimator leaves about 1,000 memory mappings behind on Linux, and XLA's
     CPU compiler crashes once a process reaches the kernel's limit
     (``vm.max_map_count``, 65,530 by default), i.e. after some 65 estimators in one
-    grid search. Once the process holds more than
-    :data:`MAP_SHARE_BEFORE_CACHE_CLEAR` of that limit, ``jax.clear_caches()`` frees
-    them; models still in use compile their functions again on their next call, so the
+    grid search. Once the process holds more than half of that limit, or more than
+    :data:`MAPS_BEFORE_CACHE_CLEAR` mappings, ``jax.clear_caches()`` frees them;
+    models still in use compile their functions again on their next call, so the
     caches are not cleared while there is room. Where the kernel does not report its
     mappings, they are cleared every :data:`NETWORKS_PER_CACHE_CLEAR` new networks.
     Does nothing on TensorFlow.
@@ -321,7 +323,7 @@ def new_network_built():
         _networks_since_clear += 1
         if maps is not None:
             held, limit = maps
-            if held <= MAP_SHARE_BEFORE_CACHE_CLEAR * limit:
+            if held <= min(MAPS_BEFORE_CACHE_CLEAR, limit // 2):
                 return
         elif _networks_since_clear < NETWORKS_PER_CACHE_CLEAR:
             return

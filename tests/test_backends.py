@@ -194,8 +194,8 @@ def test_dead_models_executables_are_freed_on_jax(monkeypatch):
     import jax
 
     jax.clear_caches()  # what earlier tests left behind
-    held, limit = _backend._memory_maps()
-    monkeypatch.setattr(_backend, "MAP_SHARE_BEFORE_CACHE_CLEAR", (held + 500) / limit)
+    held, _ = _backend._memory_maps()
+    monkeypatch.setattr(_backend, "MAPS_BEFORE_CACHE_CLEAR", held + 500)
     X = np.random.default_rng(0).random((64, 5))
     y = np.argsort(X, axis=1)
     counts = []
@@ -217,6 +217,8 @@ def test_dead_models_executables_are_freed_on_jax(monkeypatch):
         ((32_766, 65_530), 20),  # over half the limit: cleared at every new network
         ((1_000, 2_000), 0),
         ((1_001, 2_000), 20),
+        ((32_768, 1_000_000), 0),  # a large limit: at most MAPS_BEFORE_CACHE_CLEAR
+        ((32_769, 1_000_000), 20),
         (None, 1),  # no /proc: every 16 networks
     ],
 )
