@@ -321,11 +321,12 @@ def new_network_built():
     maps = _memory_maps()
     with _clear_lock:
         _networks_since_clear += 1
-        if maps is not None:
+        if maps is None:
+            crowded = _networks_since_clear >= NETWORKS_PER_CACHE_CLEAR
+        else:
             held, limit = maps
-            if held <= min(MAPS_BEFORE_CACHE_CLEAR, limit // 2):
-                return
-        elif _networks_since_clear < NETWORKS_PER_CACHE_CLEAR:
+            crowded = held > min(MAPS_BEFORE_CACHE_CLEAR, limit // 2)
+        if not crowded:
             return
         _networks_since_clear = 0
     import jax
