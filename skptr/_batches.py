@@ -252,11 +252,18 @@ class LengthGroupedBatches(ShuffledBatches):
         batches = np.concatenate(grouped).reshape(self.n_batches, self.batch_size)
         self.order = batches[self.random.permutation(self.n_batches)].ravel()
 
+    def widest(self):
+        """The most steps a batch keeps along each padded axis: those of the longest
+        sample."""
+        return self.full
+
     def batch(self, index):
         """Inputs and targets of batch ``index`` of the current epoch, cut to its
-        longest sample along each padded axis (rounded up)."""
+        longest sample along each padded axis (rounded up, at most :meth:`widest`)."""
         members = self.epoch_order()[index]
-        sizes = _rounded_extents(self.extents[members].max(axis=0), self.full, self.powers_of_two)
+        sizes = _rounded_extents(
+            self.extents[members].max(axis=0), self.widest(), self.powers_of_two
+        )
         inputs, targets = take(self.data.inputs, members), self.data.targets[members]
         return self.trim(inputs, targets, tuple(int(size) for size in sizes))
 

@@ -1,4 +1,4 @@
-"""Training batches of the transducer: a length curriculum, each stage cut to its streams."""
+"""Training batches of the transducer: a length curriculum, each batch cut to its streams."""
 
 import keras
 import numpy as np
@@ -22,51 +22,80 @@ def _encoded(X, y):
     return TransducerCodec.learn(X, y)[1]
 
 
-def test_each_stage_cuts_its_batches_to_its_longest_stream():
+def _power_of_two_cut(n_steps, widest):
+    """The width a batch whose longest stream has ``n_steps`` steps is cut to, in a
+    stage whose longest stream has ``widest``."""
+    return min(max(8, 1 << (int(n_steps) - 1).bit_length()), widest)
+
+
+def test_each_batch_is_cut_to_its_longest_stream_within_its_stage():
     rng = np.random.default_rng(0)
     lengths = rng.integers(4, 41, size=120)
     X, y = _numpy_pairs(rng, lengths)
     data = _encoded(X, y)
     extents = TransducerCodec.training_extents(data)
     # Source, separator and target (the end token is predicted at the last of them).
-    expected_extents = [len(a) + 1 + len(b) for a, b in zip(X, y, strict=True)]
+    expected_extents = np.array([len(a) + 1 + len(b) for a, b in zip(X, y, strict=True)])
     np.testing.assert_array_equal(extents, expected_extents)
-    assert data.n_steps == max(expected_extents)
+    assert data.n_steps == expected_extents.max() >= MIN_CUT_STEPS
 
     batches = CurriculumBatches(data, 16, seed=0, extents=extents)
     assert batches.varying_steps
     assert batches.limits == [13, 22, 31, 40]  # a quarter of 4..40, then three stages
+    widths = {}
     for stage, limit in enumerate(batches.limits):
         batches.stage = stage
         batches.shuffle()
-        longest = max(e for e, n in zip(expected_extents, lengths, strict=True) if n <= limit)
+        widths[stage] = []
+        stage_longest = expected_extents[lengths <= limit].max()
+        assert batches.stage_steps[stage] == stage_longest
         for index in range(len(batches)):
             members = batches.epoch_order()[index]
             inputs, targets = batches.batch(index)
-            assert inputs.shape == targets.shape == (16, longest)
+            width = _power_of_two_cut(expected_extents[members].max(), stage_longest)
+            assert inputs.shape == targets.shape == (16, width)
             assert data.lengths[members].max() <= limit
-            np.testing.assert_array_equal(inputs, data.inputs[members, :longest])
-            np.testing.assert_array_equal(targets, data.targets[members, :longest])
+            np.testing.assert_array_equal(inputs, data.inputs[members, :width])
+            np.testing.assert_array_equal(targets, data.targets[members, :width])
             # Only padding is cut away.
-            assert np.all(data.inputs[members, longest:] == PAD)
-            assert np.all(data.targets[members, longest:] == -1)
-    assert batches.stage_steps[-1] == data.n_steps
+            assert np.all(data.inputs[members, width:] == PAD)
+            assert np.all(data.targets[members, width:] == -1)
+            widths[stage].append(width)
+    # Samples of similar lengths share batches: in the last stage (every source
+    # admitted, streams of 7-83 steps) 6 of the 8 batches are cut.
+    assert sorted(set(widths[3])) == [16, 32, 64, data.n_steps]
+    assert sum(w < data.n_steps for w in widths[3]) == 6
+    # No batch is wider than its stage's longest stream (29 steps in the first).
+    assert max(widths[0]) == expected_extents[lengths <= 13].max() == 29
 
 
-@pytest.mark.parametrize(
-    ("curriculum", "lengths"),
-    [(False, [3, 40, 5, 7]), (True, [40, 40, 40, 40]), (True, [3, 9, 5, 7])],
-)
-def test_batches_keep_every_step_without_stages_or_long_streams(curriculum, lengths):
-    X, y = _numpy_pairs(np.random.default_rng(1), lengths)
+@pytest.mark.parametrize("curriculum", [True, False])
+def test_batches_keep_every_step_of_short_streams(curriculum):
+    X, y = _numpy_pairs(np.random.default_rng(1), [3, 9, 5, 7])
     data = _encoded(X, y)
+    assert data.n_steps < MIN_CUT_STEPS
     batches = CurriculumBatches(
         data, 2, seed=0, curriculum=curriculum, extents=TransducerCodec.training_extents(data)
     )
     assert not batches.varying_steps
-    assert len(batches.limits) == 1 or data.n_steps < MIN_CUT_STEPS
-    inputs, targets = batches.batch(0)
-    assert inputs.shape == targets.shape == (2, data.n_steps)
+    assert len(batches.limits) == (4 if curriculum else 1)
+    for stage in range(len(batches.limits)):
+        batches.stage = stage
+        batches.shuffle()
+        inputs, targets = batches.batch(0)
+        assert inputs.shape == targets.shape == (2, data.n_steps)
+
+
+def test_batches_are_cut_also_without_the_curriculum():
+    X, y = _numpy_pairs(np.random.default_rng(1), [3, 40, 5, 7])
+    data = _encoded(X, y)
+    extents = TransducerCodec.training_extents(data)
+    batches = CurriculumBatches(data, 2, seed=0, curriculum=False, extents=extents)
+    assert batches.varying_steps and batches.limits == [40]
+    batches.shuffle()
+    widths = sorted(batches.batch(index)[0].shape[1] for index in range(len(batches)))
+    # The 40-token source shares its batch with one of the short ones.
+    assert widths == [_power_of_two_cut(np.sort(extents)[1], data.n_steps), data.n_steps]
 
 
 @pytest.mark.parametrize("memory", ["stack", "queue", "deque"])
@@ -119,21 +148,23 @@ def test_a_fit_trains_on_the_cut_batches_of_its_stages(monkeypatch):
     rng = np.random.default_rng(3)
     X, y = _numpy_pairs(rng, rng.integers(2, 41, size=64))
     data = _encoded(X, y)
+    extents = TransducerCodec.training_extents(data)
     assert data.n_steps >= MIN_CUT_STEPS
-    longest_of_first_stage = int(TransducerCodec.training_extents(data)[data.lengths <= 12].max())
-    assert longest_of_first_stage < data.n_steps
-    shapes = []
+    first_stage_longest = int(extents[data.lengths <= 12].max())
+    seen = []
     batch = CurriculumBatches.batch
 
     def recorded(self, index):
         inputs, targets = batch(self, index)
-        shapes.append(inputs.shape)
+        seen.append((inputs.shape, extents[self.epoch_order()[index]].max()))
         return inputs, targets
 
     monkeypatch.setattr(CurriculumBatches, "batch", recorded)
     est = NeuralStackTransducer(n_init=1, epochs=3, batch_size=16, random_state=0).fit(X, y)
     # Three epochs in the first stage (sources of up to a quarter of 2..40).
     assert est.history_["max_length"] == [12.0, 12.0, 12.0]
-    assert len(shapes) >= 3 * 4
-    assert set(shapes) == {(16, longest_of_first_stage)}
+    assert len(seen) >= 3 * 4
+    for shape, longest in seen:
+        assert shape == (16, _power_of_two_cut(longest, first_stage_longest))
+    assert max(shape[1] for shape, _ in seen) == first_stage_longest < data.n_steps
     assert np.all(np.isfinite(est.history_["loss"]))

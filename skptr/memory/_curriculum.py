@@ -5,7 +5,7 @@ from __future__ import annotations
 import keras
 import numpy as np
 
-from .._batches import ShuffledBatches
+from .._batches import LengthGroupedBatches, ShuffledBatches
 
 __all__ = ["CurriculumBatches", "StalledStartWatch"]
 
@@ -18,30 +18,34 @@ N_STAGES = 4
 # its first epoch's loss (and above ``LOSS_TO_ADVANCE``) has stalled.
 STALL_EPOCHS = 6
 STALLED_SHARE = 0.5
-# Batches are cut to their stage's streams only when the longest stream has at least
-# this many steps. Each new shape costs a trace or compile of the training step (5-6 s
-# on TensorFlow, about 4 s on JAX, 2-core CPU); on streams of up to 21 steps (sources
-# of 1-10 symbols) an epoch of the first stage saves about 0.3 s, on streams of 130
-# (8-64 tokens) 12 s on JAX and 17 s on TensorFlow. Fits of reversal over 1-10 symbols
-# (1,000 plain NumPy sources, the defaults, one core, JAX, random_state 0-2) took
-# 41 / 34 / 43 s without cuts and 65 / 55 / 64 s with them.
+# Batches are cut to their own streams only when the longest stream has at least this
+# many steps. Each new shape costs a trace or compile of the training step (5-6 s on
+# TensorFlow, about 4 s on JAX, 2-core CPU); on streams of up to 21 steps (sources of
+# 1-10 symbols) an epoch of the first stage saves about 0.3 s, on streams of 130 (8-64
+# tokens) 12 s on JAX and 17 s on TensorFlow. Fits of reversal over 1-10 symbols (1,000
+# plain NumPy sources, the defaults, one core, JAX, random_state 0-2) took 41 / 34 / 43 s
+# without cuts and 65 / 55 / 64 s with them.
 MIN_CUT_STEPS = 64
 
 
-class CurriculumBatches(ShuffledBatches):
+class CurriculumBatches(LengthGroupedBatches):
     """Shuffled full batches restricted to the sources a length curriculum admits.
 
     Training starts on the shortest sources (about a quarter of the length range) and
     admits longer ones, in ``N_STAGES`` stages, whenever the epoch's training loss
     drops below ``LOSS_TO_ADVANCE`` or a stage has lasted ``PATIENCE`` epochs.
 
-    The batches of a stage are cut along the time axis (axis 1) to the longest stream
-    it admits. Padding costs as much as data in a step, and more in the memory, whose
-    slots grow with the steps; a stage of sources a quarter as long as the longest
-    trains several times faster. The loss of a sample does not depend on the padding
-    after it, so the batches' losses and gradients are those of the full-length ones.
-    The backend traces or compiles the training step once per stage, so batches are
-    cut only when the longest stream has at least ``MIN_CUT_STEPS`` steps.
+    Padding costs as much as data in a step, and more in the memory, whose slots grow
+    with the steps. When the longest stream has at least ``MIN_CUT_STEPS`` steps, the
+    admitted samples of each epoch are grouped by length and each batch is cut along
+    the time axis (axis 1) to its longest stream, rounded up to a power of two but to
+    no more than the longest stream of the stage, as
+    :class:`~skptr._batches.LengthGroupedBatches` does: a batch of short sources trains
+    several times faster than the same batch padded to the longest. The loss of a
+    sample does not depend on the padding after it, so the batches' losses and
+    gradients are those of the full-length ones. The backend traces or compiles the
+    training step once per shape: the powers of two up to the longest stream, and the
+    longest stream of each stage.
 
     Parameters
     ----------
@@ -58,7 +62,16 @@ class CurriculumBatches(ShuffledBatches):
     """
 
     def __init__(self, data, batch_size, seed, curriculum=True, extents=None):
-        super().__init__(data, batch_size, seed)
+        full = np.full(len(data.lengths), data.n_steps)
+        super().__init__(
+            data,
+            batch_size,
+            seed,
+            full if extents is None else extents,
+            _cut_streams,
+            powers_of_two=True,
+        )
+        self.varying_steps = extents is not None and data.n_steps >= MIN_CUT_STEPS
         distinct = np.unique(data.lengths)
         if curriculum and len(distinct) > 1:
             low, high = int(distinct[0]), int(distinct[-1])
@@ -68,14 +81,8 @@ class CurriculumBatches(ShuffledBatches):
             self.limits = [int(distinct[-1])]
         self.stage = 0
         self.epochs_in_stage = 0
-        self.varying_steps = (
-            extents is not None and len(self.limits) > 1 and data.n_steps >= MIN_CUT_STEPS
-        )
-        if self.varying_steps:
-            extents = np.asarray(extents, dtype=np.int64)
-            self.stage_steps = [int(extents[data.lengths <= x].max()) for x in self.limits]
-        else:
-            self.stage_steps = [data.n_steps] * len(self.limits)
+        extents = self.extents[:, 0]
+        self.stage_steps = [int(extents[data.lengths <= limit].max()) for limit in self.limits]
 
     @property
     def max_length(self):
@@ -85,12 +92,22 @@ class CurriculumBatches(ShuffledBatches):
     def admitted(self):
         return np.flatnonzero(self.data.lengths <= self.max_length)
 
+    def widest(self):
+        """The longest stream of the current stage."""
+        return np.array([self.stage_steps[self.stage]])
+
+    def shuffle(self):
+        if self.varying_steps:
+            super().shuffle()
+        else:
+            ShuffledBatches.shuffle(self)
+
     def batch(self, index):
-        """Inputs and targets of batch ``index`` of the current epoch, cut to the
-        longest stream of the current stage."""
-        inputs, targets = super().batch(index)
-        n_steps = self.stage_steps[self.stage]
-        return inputs[:, :n_steps], targets[:, :n_steps]
+        """Inputs and targets of batch ``index`` of the current epoch, cut to its
+        longest stream (rounded up to a power of two) when streams are long."""
+        if self.varying_steps:
+            return super().batch(index)
+        return ShuffledBatches.batch(self, index)
 
     def advance(self, loss):
         """End an epoch: admit longer sources if the loss is low enough or the stage
@@ -104,6 +121,12 @@ class CurriculumBatches(ShuffledBatches):
 
     def callbacks(self):
         return [*super().callbacks(), _Advance(self)]
+
+
+def _cut_streams(inputs, targets, sizes):
+    """A batch's streams and labels cut to ``sizes[0]`` steps."""
+    (n_steps,) = sizes
+    return inputs[:, :n_steps], targets[:, :n_steps]
 
 
 class _Advance(keras.callbacks.Callback):
