@@ -70,15 +70,21 @@ def test_each_batch_is_cut_to_its_longest_stream_within_its_stage():
 
 
 @pytest.mark.parametrize("curriculum", [True, False])
-def test_batches_keep_every_step_of_short_streams(curriculum):
-    X, y = _numpy_pairs(np.random.default_rng(1), [3, 9, 5, 7])
+@pytest.mark.parametrize("long_streams", [True, False])
+def test_batches_keep_every_step_of_short_or_equal_streams(curriculum, long_streams):
+    rng = np.random.default_rng(1)
+    if long_streams:  # all of one length: nothing to cut
+        X = [list(rng.choice(["a", "b"], size=40)) for _ in range(4)]
+        y = [x[::-1] for x in X]
+    else:
+        X, y = _numpy_pairs(rng, [3, 9, 5, 7])
     data = _encoded(X, y)
-    assert data.n_steps < MIN_CUT_STEPS
+    assert (data.n_steps >= MIN_CUT_STEPS) == long_streams
     batches = CurriculumBatches(
         data, 2, seed=0, curriculum=curriculum, extents=TransducerCodec.training_extents(data)
     )
     assert not batches.varying_steps
-    assert len(batches.limits) == (4 if curriculum else 1)
+    assert len(batches.limits) == (4 if curriculum and not long_streams else 1)
     for stage in range(len(batches.limits)):
         batches.stage = stage
         batches.shuffle()

@@ -36,10 +36,10 @@ class CurriculumBatches(LengthGroupedBatches):
     drops below ``LOSS_TO_ADVANCE`` or a stage has lasted ``PATIENCE`` epochs.
 
     Padding costs as much as data in a step, and more in the memory, whose slots grow
-    with the steps. When the longest stream has at least ``MIN_CUT_STEPS`` steps, the
-    admitted samples of each epoch are grouped by length and each batch is cut along
-    the time axis (axis 1) to its longest stream, rounded up to a power of two but to
-    no more than the longest stream of the stage, as
+    with the steps. When the longest stream has at least ``MIN_CUT_STEPS`` steps and
+    some are shorter, the admitted samples of each epoch are grouped by length and each
+    batch is cut along the time axis (axis 1) to its longest stream, rounded up to a
+    power of two but to no more than the longest stream of the stage, as
     :class:`~skptr._batches.LengthGroupedBatches` does: a batch of short sources trains
     several times faster than the same batch padded to the longest. The loss of a
     sample does not depend on the padding after it, so the batches' losses and
@@ -71,7 +71,9 @@ class CurriculumBatches(LengthGroupedBatches):
             _cut_streams,
             powers_of_two=True,
         )
-        self.varying_steps = extents is not None and data.n_steps >= MIN_CUT_STEPS
+        self.varying_steps = bool(
+            data.n_steps >= MIN_CUT_STEPS and self.extents.min() < data.n_steps
+        )
         distinct = np.unique(data.lengths)
         if curriculum and len(distinct) > 1:
             low, high = int(distinct[0]), int(distinct[-1])
