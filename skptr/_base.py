@@ -675,11 +675,7 @@ class SequenceEstimatorBase(BaseEstimator):
                 ],
             )
         if not warm:
-            self.network_params_ = {
-                name: _plain(getattr(self, name)) for name in self._network_params
-            }
-            if self.network_params_.get("dtype_policy", "") is None:
-                self.network_params_["dtype_policy"] = global_dtype_policy(type(self).__name__)
+            self._record_network_params()
         view = self._as_fitted()
         batch_size = min(int(self.batch_size), len(data.lengths))
         view._check_memory(
@@ -701,7 +697,7 @@ class SequenceEstimatorBase(BaseEstimator):
         self._check_split(batches.batch_size)
         if not (warm or reuse is not None) or getattr(self.network_, "optimizer", None) is None:
             self._compile(self.epochs * len(batches), data.n_steps)
-        self._set_steps_per_execution()
+        self._set_steps_per_execution(self.network_)
         history = self.network_.fit(
             batches.dataset(placement.process_rows),
             epochs=int(self.epochs),
@@ -718,6 +714,12 @@ class SequenceEstimatorBase(BaseEstimator):
         for key, values in history.history.items():
             self.history_.setdefault(key, []).extend(float(v) for v in values)
         self.n_iter_ = len(self.history_.get("loss", []))
+
+    def _record_network_params(self):
+        """Set ``network_params_``: the hyperparameters a new network is built from."""
+        self.network_params_ = {name: _plain(getattr(self, name)) for name in self._network_params}
+        if self.network_params_.get("dtype_policy", "") is None:
+            self.network_params_["dtype_policy"] = global_dtype_policy(type(self).__name__)
 
     def _validation_batch_size(self, placement, batch_size):
         """Validation samples per batch of each process feeding the batches (None: Keras'
@@ -744,17 +746,18 @@ class SequenceEstimatorBase(BaseEstimator):
             run_eagerly=mode == "eager",
         )
 
-    def _set_steps_per_execution(self):
-        """Run several training steps per call, as the compile policy says, unless a
-        callback of the user's has per-batch hooks: those then see every batch."""
+    def _set_steps_per_execution(self, network):
+        """Run several training steps of ``network`` per call, as the compile policy
+        says, unless a callback of the user's has per-batch hooks: those then see every
+        batch."""
         steps = COMPILE_POLICY[keras.backend.backend()].steps_per_execution
         if any(_has_batch_hooks(callback) for callback in self.callbacks or []):
             steps = 1
         if self._placement().distributed:
             steps = 1
-        if self.network_.steps_per_execution != steps:
-            self.network_.steps_per_execution = steps
-            self.network_.train_function = None  # rebuilt by the next fit
+        if network.steps_per_execution != steps:
+            network.steps_per_execution = steps
+            network.train_function = None  # rebuilt by the next fit
 
     def _split_validation(self, data, seed):
         if self.validation_fraction == 0:

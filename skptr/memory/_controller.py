@@ -198,27 +198,34 @@ class MemoryController(keras.layers.Layer):
         if self.memory is not None:
             kernel.append(self.read_kernel)
         if self.cell != "gru":
-            kernel = ops.concatenate([*kernel, self.recurrent_kernel], axis=0)
+            kernel = ops.concatenate([*kernel, self.recurrent_kernel], axis=-2)
             bias = ops.convert_to_tensor(self.bias)
         else:
             h = self.units
-            inputs = ops.concatenate(kernel, axis=0)
-            n_in = ops.shape(inputs)[0]
-            zeros_in = ops.zeros((n_in, h), dtype=inputs.dtype)
-            zeros_rec = ops.zeros((h, h), dtype=inputs.dtype)
-            recurrent = self.recurrent_kernel
+            inputs = ops.concatenate(kernel, axis=-2)
+            recurrent = ops.convert_to_tensor(self.recurrent_kernel)
             kernel = ops.concatenate(
                 [
-                    ops.concatenate([inputs, zeros_in], axis=1),
+                    ops.concatenate([inputs, ops.zeros_like(inputs[..., :h])], axis=-1),
                     ops.concatenate(
-                        [recurrent[:, : 2 * h], zeros_rec, recurrent[:, 2 * h :]], axis=1
+                        [
+                            recurrent[..., : 2 * h],
+                            ops.zeros_like(recurrent[..., :h]),
+                            recurrent[..., 2 * h :],
+                        ],
+                        axis=-1,
                     ),
                 ],
-                axis=0,
+                axis=-2,
             )
-            rec_bias = self.recurrent_bias
+            bias, rec_bias = self.bias, self.recurrent_bias
             bias = ops.concatenate(
-                [self.bias[: 2 * h] + rec_bias[: 2 * h], self.bias[2 * h :], rec_bias[2 * h :]]
+                [
+                    bias[..., : 2 * h] + rec_bias[..., : 2 * h],
+                    bias[..., 2 * h :],
+                    rec_bias[..., 2 * h :],
+                ],
+                axis=-1,
             )
         weights = {"kernel": kernel, "bias": bias}
         if self.memory is not None:
@@ -265,6 +272,26 @@ class MemoryController(keras.layers.Layer):
             state = (*state, *memory, read)
         return state
 
+    def _affine(self, inputs, kernel, bias):
+        """``inputs @ kernel + bias`` for a batch of step inputs (batch, features)."""
+        return ops.matmul(inputs, kernel) + bias
+
+    def _new_cell_state(self, input_gate, forget_gate, candidate, cell_state):
+        """The LSTM's new cell state (from zero with ``reset_cell_state``)."""
+        if self.reset_cell_state:
+            return input_gate * candidate
+        return forget_gate * cell_state + input_gate * candidate
+
+    def _training_noise(self, batch_size, n_steps):
+        """The gate noise of a training call, shape (batch, steps, 2 * ends)."""
+        noise = replica_rows(
+            lambda shape: keras.random.normal(
+                shape, dtype=self.compute_dtype, seed=self.seed_generator
+            ),
+            (batch_size, n_steps, 2 * self.n_ends),
+        )
+        return noise * (self.gate_noise * ops.cast(self.gate_noise_scale, noise.dtype))
+
     def step(
         self, state, inputs, step, weights, active=None, noise=None, snap=False, discrete=False
     ):
@@ -303,14 +330,14 @@ class MemoryController(keras.layers.Layer):
         """
         h_prev = state[0]
         parts = [inputs, state[-1], h_prev] if self.memory is not None else [inputs, h_prev]
-        z = ops.matmul(ops.concatenate(parts, axis=-1), weights["kernel"]) + weights["bias"]
+        z = self._affine(ops.concatenate(parts, axis=-1), weights["kernel"], weights["bias"])
         units = self.units
         if self.cell == "lstm":
             i = ops.sigmoid(z[:, :units])
             f = ops.sigmoid(z[:, units : 2 * units])
             g = ops.tanh(z[:, 2 * units : 3 * units])
             o = ops.sigmoid(z[:, 3 * units :])
-            c = i * g if self.reset_cell_state else f * state[1] + i * g
+            c = self._new_cell_state(i, f, g, state[1])
             h = o * ops.tanh(c)
             new_state = (h, c)
         elif self.cell == "gru":
@@ -326,7 +353,7 @@ class MemoryController(keras.layers.Layer):
         trace = ()
         if self.memory is not None:
             k = self.n_ends
-            heads = ops.matmul(h, weights["head_kernel"]) + weights["head_bias"]
+            heads = self._affine(h, weights["head_kernel"], weights["head_bias"])
             if noise is not None:
                 heads = ops.concatenate([heads[:, : 2 * k] + noise, heads[:, 2 * k :]], axis=-1)
             push = ops.sigmoid(heads[:, :k])
@@ -449,13 +476,7 @@ class MemoryController(keras.layers.Layer):
         state = self.get_initial_state(batch_size, n_steps)
         noise = None
         if training and self.seed_generator is not None:
-            noise = replica_rows(
-                lambda shape: keras.random.normal(
-                    shape, dtype=self.compute_dtype, seed=self.seed_generator
-                ),
-                (batch_size, n_steps, 2 * self.n_ends),
-            )
-            noise = noise * (self.gate_noise * ops.cast(self.gate_noise_scale, noise.dtype))
+            noise = self._training_noise(batch_size, n_steps)
         _, outputs = self.run(
             state,
             inputs,

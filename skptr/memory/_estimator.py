@@ -19,7 +19,7 @@ from .._limits import MAX_COUNT, MAX_INITIALISATIONS, MAX_WIDTH
 from .._sequences import check_token_sequences
 from ..metrics import _checked_fine_accuracy
 from ._codec import TransducerCodec
-from ._curriculum import CurriculumBatches
+from ._curriculum import CurriculumBatches, GateNoiseFrom
 from ._memories import unpadded_slots
 from ._network import GreedyDecoder, TokenCrossentropy, TransducerNetwork
 from ._restarts import network_settings, search_initialisations
@@ -136,6 +136,23 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         alternate between full and truncated backpropagation). When every
         initialisation stalls, the one with the lowest early loss is trained fully and
         kept.
+    population : bool or "auto", default="auto"
+        Whether the initialisations of ``n_init`` that share a noise start are trained
+        side by side, as one batched population (every weight gains a leading axis
+        of ``n_init``, one compiled step updates them all), instead of one after
+        another. Each member trains as it would alone on the same batches (its own
+        initial weights, Adam moments, gradient clipping, truncation and noise); the
+        members read the batches of the first one, the curriculum admits longer
+        sources when the best member's loss allows, and their truncations alternate
+        from the start where ``state_bptt_steps="auto"`` alternates them. A member
+        that stalls is not scored; training stops early only when all of them stall,
+        and the search stops at the first exact member. ``"auto"`` trains a population
+        on an accelerator (GPU or TPU), where a step's time is set by its sequential
+        chain of small operations and ``n_init`` members cost about one, and one run
+        after another on a CPU, where a step's time grows with its work and stopping
+        at the first exact run is cheaper. A population is not combined with
+        ``early_stopping``, ``validation_fraction > 0`` or ``devices``: ``True``
+        raises a ``ValueError`` there and ``"auto"`` trains one run after another.
     curriculum : bool, default=True
         Start training on the shortest sources (about a quarter of the length range)
         and admit longer ones, in a few stages, whenever the training loss per token
@@ -271,6 +288,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         "reset_cell_state": ["boolean", StrOptions({"auto"})],
         "snap_gates": ["boolean", StrOptions({"auto"})],
         "n_init": [Interval(Integral, 1, MAX_INITIALISATIONS, closed="both")],
+        "population": ["boolean", StrOptions({"auto"})],
         "curriculum": ["boolean"],
         "handle_unknown": [StrOptions({"error", "ignore"})],
         "max_output_length": [Interval(Integral, 1, MAX_COUNT, closed="both"), None],
@@ -312,6 +330,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         reset_cell_state="auto",
         snap_gates="auto",
         n_init=8,
+        population="auto",
         curriculum=True,
         handle_unknown="error",
         max_output_length=None,
@@ -342,6 +361,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         self.reset_cell_state = reset_cell_state
         self.snap_gates = snap_gates
         self.n_init = n_init
+        self.population = population
         self.curriculum = curriculum
         self.handle_unknown = handle_unknown
         self.max_output_length = max_output_length
@@ -437,7 +457,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         if getattr(self.network_.controller, "gate_noise_scale", None) is not None:
             epochs_done = len(self.history_.get("loss", []))
             first_noisy = math.ceil(self.gate_noise_start_ * self.epochs) - epochs_done
-            callbacks.insert(0, _GateNoiseFrom(max(first_noisy, 0)))
+            callbacks.insert(0, GateNoiseFrom(max(first_noisy, 0)))
         return callbacks
 
     def _training_batches(self, data, batch_size, seed):
@@ -646,18 +666,6 @@ def _checked_max_steps(max_steps):
     if max_steps < 1:
         raise ValueError(f"max_steps must be an int >= 1, got {max_steps!r}.")
     return int(max_steps)
-
-
-class _GateNoiseFrom(keras.callbacks.Callback):
-    """Switches the controller's gate noise off before epoch ``first_epoch``, on from it."""
-
-    def __init__(self, first_epoch):
-        super().__init__()
-        self.first_epoch = first_epoch
-
-    def on_epoch_begin(self, epoch, logs=None):
-        scale = 1.0 if epoch >= self.first_epoch else 0.0
-        self.model.controller.gate_noise_scale.assign(scale)
 
 
 @keras.saving.register_keras_serializable(package="skptr")

@@ -9,24 +9,31 @@ several initialisations and keeps the best. The pieces:
 - :class:`RestartPlan` says which initialisation to train next (its seed, truncation
   of backpropagation and noise start), takes what each one learned, and decides when
   the search is over and which run is kept.
-- :func:`train_run` trains one run, with nothing of the search in it.
+- :func:`train_run` trains one run, with nothing of the search in it;
+  :func:`train_population` trains several side by side, as one population
+  (:mod:`~skptr.memory._population`).
 - :class:`HeldOutJudge` scores a trained run on the held-out samples.
 - :func:`search_initialisations` ties them together.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
+import keras
 import numpy as np
 
-from .._base import _NetworkSnapshot
+from .._base import _WEIGHT_COPIES, COMPILE_POLICY, _NetworkSnapshot, _StopOnNonFinite
 from .._batches import held_out_split
+from .._devices import on_accelerator
+from .._precision import dtype_policy_scope
 from .._random import SeedStream
 from ..metrics import _checked_fine_accuracy
 from ._codec import TransducerCodec
-from ._curriculum import StalledStartWatch
+from ._curriculum import STALL_EPOCHS, GateNoiseFrom, StalledStartWatch
+from ._population import MemberLoss, PopulationAdam, PopulationCrossentropy, PopulationNetwork
 
 __all__ = [
     "AUTO_DEQUE_BOTTOM_PUSH_BIAS",
@@ -42,6 +49,7 @@ __all__ = [
     "network_settings",
     "resolve_settings",
     "search_initialisations",
+    "train_population",
     "train_run",
 ]
 
@@ -85,6 +93,9 @@ class Settings:
     may_soften : bool
         Whether a run that is not exact with rounded strengths may keep soft ones
         (``snap_gates="auto"``).
+    population : bool
+        Whether the initialisations that share a noise start are trained side by side,
+        as one population (``population="auto"``: on an accelerator).
     """
 
     push_bias: float | tuple[float, ...]
@@ -94,6 +105,7 @@ class Settings:
     noise_starts: tuple[float, ...]
     snap: bool
     may_soften: bool
+    population: bool = False
 
     def bptt_steps_after(self, steps, any_stalled):
         """The truncation of the initialisation that follows one trained with ``steps``."""
@@ -143,7 +155,26 @@ def resolve_settings(params):
         noise_starts=noise_starts,
         snap=params["snap_gates"] in (True, "auto"),
         may_soften=params["snap_gates"] == "auto",
+        population=_population(params),
     )
+
+
+def _population(params):
+    together = params["population"]
+    alone_only = {
+        "early_stopping": bool(params["early_stopping"]),
+        "validation_fraction > 0": params["validation_fraction"] > 0,
+        "devices": params["devices"] is not None,
+    }
+    if together == "auto":
+        return on_accelerator() and not any(alone_only.values())
+    if together and any(alone_only.values()):
+        names = ", ".join(name for name, used in alone_only.items() if used)
+        raise ValueError(
+            f"population=True trains the initialisations side by side, which does not "
+            f"combine with {names}; set population=False or 'auto'."
+        )
+    return bool(together)
 
 
 def network_settings(params, bptt_steps):
@@ -270,6 +301,38 @@ class RestartPlan:
         self.retraining = True
         return min(stalled, key=lambda o: (o.early_loss, o.run.seed)).run
 
+    def next_runs(self, together):
+        """The next runs to train: one, or with ``together`` every following run that
+        shares its noise start, to be trained side by side (empty once the search is
+        over).
+
+        The runs of a group alternate their truncation as runs that follow a stalled
+        one would, where the settings alternate it: which run stalls is not known
+        before they are trained.
+
+        Parameters
+        ----------
+        together : bool
+
+        Returns
+        -------
+        list of Run
+        """
+        first = self.next_run()
+        if first is None:
+            return []
+        if not together or self.retraining:
+            return [first]
+        runs = [first]
+        starts = self.settings.noise_starts
+        steps = first.state_bptt_steps
+        for start in starts[len(self.outcomes) + 1 :]:
+            if start != first.gate_noise_start:
+                break
+            steps = self.settings.bptt_steps_after(steps, any_stalled=True)
+            runs.append(Run(self.seeds.next(), steps, start))
+        return runs
+
     def record(self, outcome):
         """Take what a run from :meth:`next_run` came to.
 
@@ -325,6 +388,137 @@ def train_run(estimator, data, run, seeds, callbacks=(), reuse=None):
     candidate.gate_noise_start_ = run.gate_noise_start
     candidate._train(data, False, seeds, callbacks=callbacks, reuse=reuse)
     return candidate
+
+
+def train_population(estimator, data, runs):
+    """Train new networks of ``estimator`` for ``runs`` side by side, as one population.
+
+    Each member is built from its run's seed as :func:`train_run` builds it; the
+    members read the batches of the first run's seeds, so the first member's training
+    is that of :func:`train_run`, and every other member's that of its network trained
+    alone on the same batches. The curriculum admits longer sources for every member
+    when the best member's loss would let it (see ``CurriculumBatches.advance``).
+    Training stops early only once every member has stalled (see
+    ``StalledStartWatch``).
+
+    Parameters
+    ----------
+    estimator : NeuralStackTransducer
+        The estimator being fitted (left unchanged).
+    data : TrainingData
+        The training samples.
+    runs : sequence of Run
+        The runs, two or more.
+
+    Returns
+    -------
+    list of (NeuralStackTransducer, StalledStartWatch)
+        For each run, a copy of the estimator holding its trained network and
+        history, and the watch that says whether it stalled.
+    """
+    candidates, networks = [], []
+    for run in runs:
+        candidate = estimator._shallow_copy()
+        candidate.state_bptt_steps_ = run.state_bptt_steps
+        candidate.gate_noise_start_ = run.gate_noise_start
+        candidate._record_network_params()
+        candidates.append(candidate)
+        networks.append(candidate._new_network(SeedStream(run.seed).next()))
+    seeds = SeedStream(runs[0].seed)
+    seeds.next(), seeds.next()  # the first run's network and validation split
+    batches = estimator._training_batches(data, estimator.batch_size, seeds.next())
+    estimator._check_split(batches.batch_size)
+    view = candidates[0]._as_fitted()
+    size = len(runs)
+    view._check_memory(
+        f"a training step of {size} initialisations side by side",
+        size
+        * (
+            _WEIGHT_COPIES * view._weight_count()
+            + view._activation_count(batches.batch_size, data.n_steps)
+        ),
+        batch_size=batches.batch_size,
+        longest_sequence=data.n_steps,
+    )
+    placement = estimator._placement()
+    with placement.scope(), dtype_policy_scope(view.dtype_policy):
+        population = PopulationNetwork(networks)
+    epochs = int(estimator.epochs)
+    mode = COMPILE_POLICY[keras.backend.backend()].training_mode(
+        estimator._jit_training, epochs * len(batches), data.n_steps
+    )
+    population.compile(
+        optimizer=PopulationAdam(
+            learning_rate=float(estimator.learning_rate),
+            clipnorm=None if estimator.clipnorm is None else float(estimator.clipnorm),
+        ),
+        loss=PopulationCrossentropy(),
+        metrics=[MemberLoss(k) for k in range(size)],
+        jit_compile=mode == "jit",
+        run_eagerly=mode == "eager",
+    )
+    estimator._set_steps_per_execution(population)
+    watches = [StalledStartWatch(f"member_{k}_loss", stops=False) for k in range(size)]
+    noise = []
+    if getattr(population.controller, "gate_noise_scale", None) is not None:
+        noise = [GateNoiseFrom([math.ceil(run.gate_noise_start * epochs) for run in runs])]
+    history = population.fit(
+        batches.dataset(placement.process_rows),
+        epochs=epochs,
+        callbacks=[
+            _BestMemberLoss(watches),
+            *batches.callbacks(),
+            *noise,
+            *(estimator.callbacks or []),
+            _StopOnNonFinite(type(estimator).__name__),
+            *watches,
+            _StopOnceAllStalled(watches),
+        ],
+        shuffle=False,
+        verbose=min(int(estimator.verbose), 2),
+    )
+    shared = {
+        key: [float(v) for v in values]
+        for key, values in history.history.items()
+        if key != "loss" and not key.startswith("member_")
+    }
+    with placement.scope():
+        for k, candidate in enumerate(candidates):
+            candidate.network_ = population.member(k)
+            losses = [float(v) for v in history.history[f"member_{k}_loss"]]
+            candidate.history_ = {"loss": losses, **shared}
+            candidate.n_iter_ = len(losses)
+    return list(zip(candidates, watches, strict=True))
+
+
+class _BestMemberLoss(keras.callbacks.Callback):
+    """Logs a population's ``loss`` as the lowest loss of its members that have not
+    stalled (NaN if any member's is not finite), for the curriculum to advance on."""
+
+    def __init__(self, watches):
+        super().__init__()
+        self.watches = watches
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is None:
+            return
+        losses = np.array([float(logs[watch.key]) for watch in self.watches])
+        live = [
+            loss for loss, watch in zip(losses, self.watches, strict=True) if not watch.stalled
+        ]
+        logs["loss"] = float(min(live or losses)) if np.all(np.isfinite(losses)) else np.nan
+
+
+class _StopOnceAllStalled(keras.callbacks.Callback):
+    """Stops a population's training once every member has stalled."""
+
+    def __init__(self, watches):
+        super().__init__()
+        self.watches = watches
+
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch == STALL_EPOCHS - 1 and all(watch.stalled for watch in self.watches):
+            self.model.stop_training = True
 
 
 class HeldOutJudge:
@@ -415,22 +609,31 @@ def search_initialisations(estimator, data, seeds):
     plan = RestartPlan(settings, seeds)
     networks = {}  # one network per truncation, its compiled steps reused by later runs
     leader = None  # a snapshot of the leading run's network, which later runs may train
-    while (run := plan.next_run()) is not None:
-        watch = None if plan.retraining else StalledStartWatch()
-        candidate = train_run(
-            estimator,
-            training,
-            run,
-            SeedStream(run.seed),
-            () if watch is None else (watch,),
-            reuse=networks.get(run.state_bptt_steps),
-        )
-        networks[run.state_bptt_steps] = candidate.network_
-        stalled = watch is not None and watch.stalled
-        outcome = Outcome(run, candidate, stalled, np.inf if watch is None else watch.best_loss)
-        plan.record(outcome if stalled else judge.assess(outcome))
-        if plan.leader is outcome:
-            leader = _NetworkSnapshot(candidate.network_)
+    while runs := plan.next_runs(settings.population):
+        if len(runs) > 1:
+            trained = train_population(estimator, training, runs)
+        else:
+            (run,) = runs
+            watch = None if plan.retraining else StalledStartWatch()
+            candidate = train_run(
+                estimator,
+                training,
+                run,
+                SeedStream(run.seed),
+                () if watch is None else (watch,),
+                reuse=networks.get(run.state_bptt_steps),
+            )
+            networks[run.state_bptt_steps] = candidate.network_
+            trained = [(candidate, watch)]
+        for run, (candidate, watch) in zip(runs, trained, strict=True):
+            stalled = watch is not None and watch.stalled
+            early_loss = np.inf if watch is None else watch.best_loss
+            outcome = Outcome(run, candidate, stalled, early_loss)
+            plan.record(outcome if stalled else judge.assess(outcome))
+            if plan.leader is outcome:
+                leader = _NetworkSnapshot(candidate.network_)
+            if plan.done:
+                break
     if leader is not None and plan.kept is plan.leader:
         leader.restore()
     kept = plan.kept.candidate

@@ -1,0 +1,166 @@
+"""Initialisations trained side by side: a population's members train as they would alone."""
+
+import keras
+import numpy as np
+import pytest
+
+from skptr import NeuralStackTransducer
+from skptr._random import SeedStream
+from skptr.memory._population import PopulationAdam
+from skptr.memory._restarts import (
+    RestartPlan,
+    Run,
+    resolve_settings,
+    train_population,
+    train_run,
+)
+
+
+class _Seeds:
+    """Hands out given seeds in order, as ``SeedStream.next`` would."""
+
+    def __init__(self, seeds):
+        self._seeds = list(seeds)
+
+    def next(self):
+        return self._seeds.pop(0)
+
+
+def _reversal(n_samples, seed):
+    rng = np.random.default_rng(seed)
+    alphabet = np.array(list("abcd"))
+    sources = ["".join(rng.choice(alphabet, rng.integers(2, 9))) for _ in range(n_samples)]
+    return sources, [s[::-1] for s in sources]
+
+
+def _prepared(**params):
+    estimator = NeuralStackTransducer(
+        hidden_size=8,
+        embedding_dim=4,
+        memory_width=4,
+        epochs=2,
+        batch_size=16,
+        curriculum=False,
+        gate_noise=1.0,
+        random_state=0,
+        **params,
+    )
+    sources, targets = _reversal(64, seed=3)
+    data = estimator._prepare_training_data(sources, targets, reset=True)
+    return estimator, data
+
+
+@pytest.mark.parametrize(("memory", "cell"), [("stack", "lstm"), ("deque", "gru")])
+def test_member_equals_the_same_initialisation_trained_alone(memory, cell):
+    # Three members that differ in seed, truncation (and so cell-state reset) and noise
+    # start: each ends where its network trained alone on the same batches ends.
+    estimator, data = _prepared(memory=memory, cell=cell)
+    runs = [Run(11, 0, 0.0), Run(22, None, 0.5), Run(33, 2, 1.0)]
+    trained = train_population(estimator, data, runs)
+    first = SeedStream(runs[0].seed)
+    first.next()
+    split_seed, batches_seed = first.next(), first.next()
+    for run, (member, watch) in zip(runs, trained, strict=True):
+        seeds = _Seeds([SeedStream(run.seed).next(), split_seed, batches_seed])
+        alone = train_run(estimator, data, run, seeds)
+        assert member.network_.controller.state_bptt_steps == run.state_bptt_steps
+        np.testing.assert_allclose(
+            member.history_["loss"], alone.history_["loss"], rtol=1e-4, atol=1e-6
+        )
+        assert len(member.network_.weights) == len(alone.network_.weights)
+        for mine, theirs in zip(member.network_.weights, alone.network_.weights, strict=True):
+            np.testing.assert_allclose(
+                keras.ops.convert_to_numpy(mine),
+                keras.ops.convert_to_numpy(theirs),
+                rtol=1e-3,
+                atol=1e-5,
+                err_msg=f"{theirs.path} of the run with seed {run.seed}",
+            )
+        assert not watch.stalled
+
+
+def test_population_clips_each_member_gradient_on_its_own():
+    # Member 0's gradient has norm 5 (3-4-0): clipped to norm 1; member 1's has norm
+    # 0.5: left as it is. One clipping over the whole variable would scale both.
+    optimizer = PopulationAdam(learning_rate=0.1, clipnorm=1.0)
+    grads = [keras.ops.convert_to_tensor(np.array([[3.0, 4.0, 0.0], [0.3, 0.4, 0.0]]))]
+    (clipped,) = optimizer._clip_gradients(grads)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(clipped), [[0.6, 0.8, 0.0], [0.3, 0.4, 0.0]], rtol=1e-6
+    )
+
+
+def test_plan_groups_runs_that_share_a_noise_start():
+    params = NeuralStackTransducer(memory="stack", n_init=3).get_params()
+    settings = resolve_settings(params)
+    assert settings.noise_starts == (0.6,) * 3 + (0.0,) * 3
+    first_group = RestartPlan(settings, SeedStream(5)).next_runs(True)
+    # Truncations alternate from the start, as after a stalled run.
+    assert [run.state_bptt_steps for run in first_group] == [0, None, 0]
+    assert {run.gate_noise_start for run in first_group} == {0.6}
+
+
+def test_plan_seeds_match_runs_one_after_another():
+    settings = resolve_settings(NeuralStackTransducer(memory="stack", n_init=3).get_params())
+    together = RestartPlan(settings, SeedStream(5)).next_runs(True)
+    stream = SeedStream(5)
+    assert [run.seed for run in together] == [stream.next() for _ in range(3)]
+
+
+def test_plan_moves_to_the_next_noise_start_once_a_group_is_recorded():
+    from skptr.memory._restarts import Outcome
+
+    settings = resolve_settings(NeuralStackTransducer(memory="stack", n_init=2).get_params())
+    plan = RestartPlan(settings, SeedStream(0))
+    for run in plan.next_runs(True):
+        plan.record(Outcome(run, None, stalled=False, early_loss=1.0, rounded=0.5, score=0.5))
+    second = plan.next_runs(True)
+    assert [run.gate_noise_start for run in second] == [0.0, 0.0]
+    assert len(second) == 2
+    for run in second:
+        plan.record(Outcome(run, None, stalled=False, early_loss=1.0, rounded=0.7, score=0.7))
+    assert plan.done
+    assert plan.next_runs(True) == []
+    assert plan.kept.score == 0.7
+
+
+def test_auto_trains_one_run_after_another_on_a_cpu():
+    params = NeuralStackTransducer().get_params()
+    assert keras.distribution.list_devices()[0].lower().startswith("cpu")
+    assert resolve_settings(params).population is False
+    assert resolve_settings({**params, "population": True}).population is True
+
+
+def test_population_with_early_stopping_is_refused_and_leaves_the_estimator_as_it_was():
+    sources, targets = _reversal(40, seed=1)
+    estimator = NeuralStackTransducer(population=True, early_stopping=True, n_init=2)
+    before = dict(estimator.__dict__)
+    with pytest.raises(ValueError, match=r"population=True.*early_stopping"):
+        estimator.fit(sources, targets)
+    assert estimator.__dict__ == before
+
+
+def test_fit_with_a_population_predicts_and_round_trips(tmp_path):
+    sources, targets = _reversal(80, seed=2)
+    estimator = NeuralStackTransducer(
+        hidden_size=8,
+        embedding_dim=4,
+        memory_width=4,
+        epochs=2,
+        n_init=2,
+        gate_noise_start=0.5,
+        population=True,
+        random_state=0,
+    ).fit(sources, targets)
+    assert estimator.init_scores_.shape == (2,)
+    assert estimator.network_.controller.state_bptt_steps in (0, None)
+    predictions = estimator.predict(sources[:10])
+    path = tmp_path / "population.skptr"
+    estimator.save(path)
+    from skptr import load
+
+    restored = load(path)
+    assert [list(p) for p in restored.predict(sources[:10])] == [list(p) for p in predictions]
+    # A warm start goes on training the kept network.
+    estimator.set_params(warm_start=True, epochs=1).fit(sources, targets)
+    assert len(estimator.history_["loss"]) == 3
