@@ -197,6 +197,7 @@ def configuration(quick):
                 "lengths": (2, 8),
                 "epochs": 1,
                 "n_inits": [1, 2],
+                "populations": [False, True],
                 "repeats": 1,
             },
             "sklearn_overhead": {
@@ -325,6 +326,7 @@ def configuration(quick):
             "lengths": (2, 16),
             "epochs": 3,
             "n_inits": [1, 8],
+            "populations": [False, True],
             "repeats": 1,
         },
         "sklearn_overhead": {

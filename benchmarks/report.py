@@ -765,6 +765,7 @@ def _restarts_table(rows):
         [
             r["backend"],
             r["n_init"],
+            _population_label(r),
             r["runs"],
             f"{r['n_samples']:,} \u00d7 {r['epochs']}",
             f"{r['fit_s']:.1f}",
@@ -773,8 +774,17 @@ def _restarts_table(rows):
         for r in rows
     ]
     return table(
-        ["backend", "n_init", "runs", "samples \u00d7 epochs", "fit, s", "vs first"], body
+        ["backend", "n_init", "trained", "runs", "samples \u00d7 epochs", "fit, s", "vs first"],
+        body,
     )
+
+
+def _population_label(row):
+    """How a ``transducer_restarts`` row trained its runs (rows measured before
+    ``population`` existed trained them one after another)."""
+    if row["n_init"] == 1:
+        return "alone"
+    return "side by side" if row.get("population") is True else "one after another"
 
 
 def _gpu_blocks(data):
