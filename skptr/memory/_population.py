@@ -223,6 +223,22 @@ class PopulationNetwork(keras.Model):
         ):
             generator.state.assign(network.controller.seed_generator.state.value)
 
+    def load_member(self, k, network):
+        """Put member ``k``'s weights and noise seed state into ``network``.
+
+        Parameters
+        ----------
+        k : int
+        network : TransducerNetwork
+            A built network of the member's configuration (one of the networks the
+            population was made from, or a new one).
+        """
+        for variable, counterpart in self._pairs(network):
+            counterpart.assign(ops.convert_to_numpy(variable)[k])
+        if self.controller.member_seed_generators:
+            generator = self.controller.member_seed_generators[k]
+            network.controller.seed_generator.state.assign(generator.state.value)
+
     def member(self, k):
         """Member ``k`` as a :class:`~skptr.memory._network.TransducerNetwork` of its own.
 
@@ -237,11 +253,7 @@ class PopulationNetwork(keras.Model):
         """
         network = TransducerNetwork.from_config(self._member_configs[k])
         network.build()
-        for variable, counterpart in self._pairs(network):
-            counterpart.assign(ops.convert_to_numpy(variable)[k])
-        if self.controller.member_seed_generators:
-            generator = self.controller.member_seed_generators[k]
-            network.controller.seed_generator.state.assign(generator.state.value)
+        self.load_member(k, network)
         return network
 
     def call(self, stream, training=None):

@@ -46,6 +46,7 @@ __all__ = [
     "RestartPlan",
     "Run",
     "Settings",
+    "TrainedPopulation",
     "network_settings",
     "resolve_settings",
     "search_initialisations",
@@ -412,9 +413,8 @@ def train_population(estimator, data, runs):
 
     Returns
     -------
-    list of (NeuralStackTransducer, StalledStartWatch)
-        For each run, a copy of the estimator holding its trained network and
-        history, and the watch that says whether it stalled.
+    TrainedPopulation
+        The trained members.
     """
     candidates, networks = [], []
     for run in runs:
@@ -482,13 +482,42 @@ def train_population(estimator, data, runs):
         for key, values in history.history.items()
         if key != "loss" and not key.startswith("member_")
     }
-    with placement.scope():
-        for k, candidate in enumerate(candidates):
-            candidate.network_ = population.member(k)
-            losses = [float(v) for v in history.history[f"member_{k}_loss"]]
-            candidate.history_ = {"loss": losses, **shared}
-            candidate.n_iter_ = len(losses)
-    return list(zip(candidates, watches, strict=True))
+    holders = {}
+    for k, (candidate, network) in enumerate(zip(candidates, networks, strict=True)):
+        controller = network.controller
+        candidate.network_ = holders.setdefault(
+            (controller.state_bptt_steps, controller.reset_cell_state), network
+        )
+        losses = [float(v) for v in history.history[f"member_{k}_loss"]]
+        candidate.history_ = {"loss": losses, **shared}
+        candidate.n_iter_ = len(losses)
+    return TrainedPopulation(population, candidates, watches)
+
+
+class TrainedPopulation:
+    """The members of a trained population, as the search reads them.
+
+    Members of one configuration (truncation and cell-state reset) share one network
+    object, as runs trained one after another do, so that their held-out scores reuse
+    its compiled decoder: :meth:`load` puts a member's weights into it.
+
+    Parameters
+    ----------
+    network : PopulationNetwork
+        The trained population.
+    candidates : list of NeuralStackTransducer
+        One copy of the estimator per member, holding its configuration's network.
+    watches : list of StalledStartWatch
+        Whether each member stalled.
+    """
+
+    def __init__(self, network, candidates, watches):
+        self.network = network
+        self.members = list(zip(candidates, watches, strict=True))
+
+    def load(self, k):
+        """Put member ``k``'s weights into the network its candidate holds."""
+        self.network.load_member(k, self.members[k][0].network_)
 
 
 class _BestMemberLoss(keras.callbacks.Callback):
@@ -610,8 +639,10 @@ def search_initialisations(estimator, data, seeds):
     networks = {}  # one network per truncation, its compiled steps reused by later runs
     leader = None  # a snapshot of the leading run's network, which later runs may train
     while runs := plan.next_runs(settings.population):
+        load = None
         if len(runs) > 1:
-            trained = train_population(estimator, training, runs)
+            population = train_population(estimator, training, runs)
+            trained, load = population.members, population.load
         else:
             (run,) = runs
             watch = None if plan.retraining else StalledStartWatch()
@@ -625,7 +656,9 @@ def search_initialisations(estimator, data, seeds):
             )
             networks[run.state_bptt_steps] = candidate.network_
             trained = [(candidate, watch)]
-        for run, (candidate, watch) in zip(runs, trained, strict=True):
+        for k, (run, (candidate, watch)) in enumerate(zip(runs, trained, strict=True)):
+            if load is not None:
+                load(k)
             stalled = watch is not None and watch.stalled
             early_loss = np.inf if watch is None else watch.best_loss
             outcome = Outcome(run, candidate, stalled, early_loss)
