@@ -136,23 +136,24 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         alternate between full and truncated backpropagation). When every
         initialisation stalls, the one with the lowest early loss is trained fully and
         kept.
-    population : bool or "auto", default="auto"
+    population : bool, default=False
         Whether the initialisations of ``n_init`` that share a noise start are trained
-        side by side, as one batched population (every weight gains a leading axis
-        of ``n_init``, one compiled step updates them all), instead of one after
-        another. Each member trains as it would alone on the same batches (its own
-        initial weights, Adam moments, gradient clipping, truncation and noise); the
-        members read the batches of the first one, the curriculum admits longer
-        sources when the best member's loss allows, and their truncations alternate
-        from the start where ``state_bptt_steps="auto"`` alternates them. A member
-        that stalls is not scored; training stops early only when all of them stall,
-        and the search stops at the first exact member. ``"auto"`` trains a population
-        on an accelerator (GPU or TPU), where a step's time is set by its sequential
-        chain of small operations and ``n_init`` members cost about one, and one run
-        after another on a CPU, where a step's time grows with its work and stopping
-        at the first exact run is cheaper. A population is not combined with
-        ``early_stopping``, ``validation_fraction > 0`` or ``devices``: ``True``
-        raises a ``ValueError`` there and ``"auto"`` trains one run after another.
+        side by side, as one batched population (every weight gains a leading axis of
+        ``n_init``, and one compiled step updates them all), instead of one after
+        another. Each member trains as it would alone on the same batches, with its own
+        initial weights, Adam moments, gradient clipping, truncation and noise. The
+        members all read the batches of the first one, and the curriculum admits longer
+        sources when the best member's loss allows. Where ``state_bptt_steps="auto"``
+        alternates the truncation, the members alternate it from the start. A member
+        that stalls is not scored, and training stops early only when all of them stall.
+        The search stops at the first exact member.
+        Measured on one H200 GPU (JAX, ``n_init=8`` on targets no run can learn), the
+        population took ×2.1-2.3 the time of ``n_init=1``, against ×1.4-1.8 one run
+        after another. Compiling its step costs more than the runs it saves at these
+        sizes, and it trains stalled members to the end. On a CPU a step's time grows
+        with its work, so the population saves nothing there either. Hence the
+        default. A population is not combined with ``early_stopping``,
+        ``validation_fraction > 0`` or ``devices`` (a ``ValueError``).
     curriculum : bool, default=True
         Start training on the shortest sources (about a quarter of the length range)
         and admit longer ones, in a few stages, whenever the training loss per token
@@ -288,7 +289,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         "reset_cell_state": ["boolean", StrOptions({"auto"})],
         "snap_gates": ["boolean", StrOptions({"auto"})],
         "n_init": [Interval(Integral, 1, MAX_INITIALISATIONS, closed="both")],
-        "population": ["boolean", StrOptions({"auto"})],
+        "population": ["boolean"],
         "curriculum": ["boolean"],
         "handle_unknown": [StrOptions({"error", "ignore"})],
         "max_output_length": [Interval(Integral, 1, MAX_COUNT, closed="both"), None],
@@ -330,7 +331,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         reset_cell_state="auto",
         snap_gates="auto",
         n_init=8,
-        population="auto",
+        population=False,
         curriculum=True,
         handle_unknown="error",
         max_output_length=None,

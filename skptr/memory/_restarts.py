@@ -27,7 +27,6 @@ import numpy as np
 
 from .._base import _WEIGHT_COPIES, COMPILE_POLICY, _NetworkSnapshot, _StopOnNonFinite
 from .._batches import held_out_split
-from .._devices import on_accelerator
 from .._precision import dtype_policy_scope
 from .._random import SeedStream
 from ..metrics import _checked_fine_accuracy
@@ -96,7 +95,7 @@ class Settings:
         (``snap_gates="auto"``).
     population : bool
         Whether the initialisations that share a noise start are trained side by side,
-        as one population (``population="auto"``: on an accelerator).
+        as one population.
     """
 
     push_bias: float | tuple[float, ...]
@@ -161,21 +160,18 @@ def resolve_settings(params):
 
 
 def _population(params):
-    together = params["population"]
     alone_only = {
         "early_stopping": bool(params["early_stopping"]),
         "validation_fraction > 0": params["validation_fraction"] > 0,
         "devices": params["devices"] is not None,
     }
-    if together == "auto":
-        return on_accelerator() and not any(alone_only.values())
-    if together and any(alone_only.values()):
+    if params["population"] and any(alone_only.values()):
         names = ", ".join(name for name, used in alone_only.items() if used)
         raise ValueError(
             f"population=True trains the initialisations side by side, which does not "
-            f"combine with {names}; set population=False or 'auto'."
+            f"combine with {names}; set population=False."
         )
-    return bool(together)
+    return bool(params["population"])
 
 
 def network_settings(params, bptt_steps):
