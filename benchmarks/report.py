@@ -884,9 +884,12 @@ def _gpu_blocks(data):
         blocks.append(heading("Transducer: the cost of several initialisations on the GPU", 3))
         blocks.append(
             para(
-                "The CPU table's task and settings (random targets, every initialisation "
-                "runs to the end), one fit each: the eight runs share the compiled step, "
-                "and each costs little beside the first fit's compiling."
+                "Random targets (every initialisation runs to the end), sources of 8-64 "
+                "tokens (streams of up to 130 steps), one fit each. One after another, "
+                "the eight runs share the compiled step, and each costs little beside "
+                "the first fit's compiling. Side by side, as one population "
+                "(`population=True`), compiling the population's step costs more than "
+                "the runs it saves. " + gpu["transducer_restarts.jax"].get("note", "")
             )
         )
         blocks.append(_restarts_table(gpu["transducer_restarts.jax"]["results"]))
