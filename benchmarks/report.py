@@ -885,8 +885,9 @@ def _gpu_blocks(data):
         blocks.append(
             para(
                 "Random targets (every initialisation runs to the end), sources of 8-64 "
-                "tokens (streams of up to 130 steps), one fit each. One after another, "
-                "the eight runs share the compiled step, and each costs little beside "
+                "tokens (streams of up to 130 steps) unless said otherwise, one fit "
+                "each. One after another, the eight runs share the compiled step, and "
+                "each costs little beside "
                 "the first fit's compiling. Side by side, as one population "
                 "(`population=True`), compiling the population's step costs more than "
                 "the runs it saves. " + gpu["transducer_restarts.jax"].get("note", "")
@@ -1189,7 +1190,9 @@ def build_blocks(data, run):
                 "`fit` with `n_init` initialisations against one, on random targets that no "
                 "initialisation can learn, so that every one runs to the end "
                 "(`gate_noise_start=0.6`: `n_init` runs, not up to twice as many). With more "
-                "than one, each run trains on 90 % of the samples and is scored on the rest."
+                "than one, each run trains on 90 % of the samples and is scored on the rest. "
+                "The runs train one after another (the default) or side by side as one "
+                "batched population (`population=True`), in the same process."
             )
         )
         blocks.append(_restarts_table(rows))

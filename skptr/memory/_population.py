@@ -12,9 +12,10 @@ alone on the same batches, ends (up to float rounding).
 
 Measured on one H200 GPU (JAX), a population of 8 took longer than 8 runs one after
 another: compiling its step costs more than the runs it saves at the sizes measured,
-and it trains members that stalled to the end. On a CPU a step's time grows with its
-work, so ``P`` members cost about ``P`` networks. ``population=False`` is therefore the
-default (see :class:`~skptr.memory.NeuralStackTransducer`).
+and it trains members that stalled to the end. On a 2-core CPU, where a step's time
+grows with its work, it was faster than runs one after another on TensorFlow and
+slower on JAX. ``population=False`` is therefore the default (see
+:class:`~skptr.memory.NeuralStackTransducer`).
 """
 
 from __future__ import annotations
