@@ -29,7 +29,7 @@ from ._controller import MemoryController
 from ._network import TransducerNetwork
 
 __all__ = [
-    "MemberLoss",
+    "MemberLosses",
     "PopulationAdam",
     "PopulationController",
     "PopulationCrossentropy",
@@ -155,7 +155,8 @@ class PopulationNetwork(keras.Model):
     -----
     ``call(stream)`` takes one batch of streams (batch, steps), which every member
     reads, and returns the logits of every member, shape (population, batch, steps,
-    classes). :meth:`member` gives a member back as a network of its own.
+    classes). Training logs each member's loss as ``member_<k>_loss``.
+    :meth:`member` gives a member back as a network of its own.
     """
 
     def __init__(self, members, **kwargs):
@@ -182,8 +183,15 @@ class PopulationNetwork(keras.Model):
             gate_noise=controller.gate_noise,
             name="controller",
         )
+        self.member_losses = MemberLosses(self.population)
         self.build()
         self._assign_members(members)
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        results = super().compute_metrics(x, y, y_pred, sample_weight)
+        self.member_losses.update_state(y, y_pred)
+        results.update(self.member_losses.result())
+        return results
 
     def build(self, input_shape=None):
         if self.built:
@@ -294,24 +302,33 @@ class PopulationCrossentropy(keras.losses.Loss):
         return _member_token_losses(y_true, y_pred)
 
 
-class MemberLoss(keras.metrics.Mean):
-    """The training loss of one member of a population, averaged as Keras averages a
-    network's ``loss`` (over batches, weighted by their rows).
+class MemberLosses(keras.metrics.Metric):
+    """The training loss of each member of a population, averaged as Keras averages a
+    network's ``loss`` (over batches, weighted by their rows), logged as
+    ``member_<k>_loss``.
 
     Parameters
     ----------
-    index : int
-        The member.
+    population : int
+        Number of members.
     """
 
-    def __init__(self, index, **kwargs):
-        kwargs.setdefault("name", f"member_{index}_loss")
-        super().__init__(**kwargs)
-        self.index = int(index)
+    def __init__(self, population, name="member_losses", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.population = int(population)
+        self.totals = self.add_variable(
+            shape=(self.population,), initializer="zeros", name="totals"
+        )
+        self.rows = self.add_variable(shape=(), initializer="zeros", name="rows")
 
     def update_state(self, y_true, y_pred, sample_weight=None):
-        loss = _member_token_losses(y_true, y_pred)[self.index]
-        return super().update_state(loss, sample_weight=ops.shape(y_true)[0])
+        rows = ops.cast(ops.shape(y_true)[0], "float32")
+        self.totals.assign(self.totals + _member_token_losses(y_true, y_pred) * rows)
+        self.rows.assign(self.rows + rows)
+
+    def result(self):
+        means = self.totals / ops.maximum(self.rows, 1.0)
+        return {f"member_{k}_loss": means[k] for k in range(self.population)}
 
 
 class PopulationAdam(DenseGradientAdam):

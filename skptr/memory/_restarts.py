@@ -25,14 +25,20 @@ from typing import Any
 import keras
 import numpy as np
 
-from .._base import _WEIGHT_COPIES, COMPILE_POLICY, _NetworkSnapshot, _StopOnNonFinite
+from .._base import (
+    _WEIGHT_COPIES,
+    COMPILE_POLICY,
+    _NetworkSnapshot,
+    _reinitialised,
+    _StopOnNonFinite,
+)
 from .._batches import held_out_split
 from .._precision import dtype_policy_scope
 from .._random import SeedStream
 from ..metrics import _checked_fine_accuracy
 from ._codec import TransducerCodec
 from ._curriculum import STALL_EPOCHS, GateNoiseFrom, StalledStartWatch
-from ._population import MemberLoss, PopulationAdam, PopulationCrossentropy, PopulationNetwork
+from ._population import PopulationAdam, PopulationCrossentropy, PopulationNetwork
 
 __all__ = [
     "AUTO_DEQUE_BOTTOM_PUSH_BIAS",
@@ -387,7 +393,7 @@ def train_run(estimator, data, run, seeds, callbacks=(), reuse=None):
     return candidate
 
 
-def train_population(estimator, data, runs):
+def train_population(estimator, data, runs, reuse=None, holders=None):
     """Train new networks of ``estimator`` for ``runs`` side by side, as one population.
 
     Each member is built from its run's seed as :func:`train_run` builds it; the
@@ -406,6 +412,13 @@ def train_population(estimator, data, runs):
         The training samples.
     runs : sequence of Run
         The runs, two or more.
+    reuse : PopulationNetwork, optional
+        A population trained before for runs of the same truncations, whose compiled
+        training step this one reuses (as :func:`train_run` reuses a network's).
+    holders : dict, optional
+        The network object that holds the members of each configuration (truncation
+        and cell-state reset) when they are scored, kept across populations so that
+        their compiled decoders are too; filled in where a configuration has none.
 
     Returns
     -------
@@ -440,19 +453,21 @@ def train_population(estimator, data, runs):
     with placement.scope(), dtype_policy_scope(view.dtype_policy):
         population = PopulationNetwork(networks)
     epochs = int(estimator.epochs)
-    mode = COMPILE_POLICY[keras.backend.backend()].training_mode(
-        estimator._jit_training, epochs * len(batches), data.n_steps
-    )
-    population.compile(
-        optimizer=PopulationAdam(
-            learning_rate=float(estimator.learning_rate),
-            clipnorm=None if estimator.clipnorm is None else float(estimator.clipnorm),
-        ),
-        loss=PopulationCrossentropy(),
-        metrics=[MemberLoss(k) for k in range(size)],
-        jit_compile=mode == "jit",
-        run_eagerly=mode == "eager",
-    )
+    if reuse is not None:
+        population = _reinitialised(reuse, population, estimator.learning_rate)
+    else:
+        mode = COMPILE_POLICY[keras.backend.backend()].training_mode(
+            estimator._jit_training, epochs * len(batches), data.n_steps
+        )
+        population.compile(
+            optimizer=PopulationAdam(
+                learning_rate=float(estimator.learning_rate),
+                clipnorm=None if estimator.clipnorm is None else float(estimator.clipnorm),
+            ),
+            loss=PopulationCrossentropy(),
+            jit_compile=mode == "jit",
+            run_eagerly=mode == "eager",
+        )
     estimator._set_steps_per_execution(population)
     watches = [StalledStartWatch(f"member_{k}_loss", stops=False) for k in range(size)]
     noise = []
@@ -478,7 +493,7 @@ def train_population(estimator, data, runs):
         for key, values in history.history.items()
         if key != "loss" and not key.startswith("member_")
     }
-    holders = {}
+    holders = {} if holders is None else holders
     for k, (candidate, network) in enumerate(zip(candidates, networks, strict=True)):
         controller = network.controller
         candidate.network_ = holders.setdefault(
@@ -633,11 +648,17 @@ def search_initialisations(estimator, data, seeds):
     judge = HeldOutJudge(TransducerCodec.of(estimator), held_out, settings)
     plan = RestartPlan(settings, seeds)
     networks = {}  # one network per truncation, its compiled steps reused by later runs
+    populations = {}  # the same for populations, per truncation of each member
+    holders = {}  # the network object that holds each configuration's members
     leader = None  # a snapshot of the leading run's network, which later runs may train
     while runs := plan.next_runs(settings.population):
         load = None
         if len(runs) > 1:
-            population = train_population(estimator, training, runs)
+            truncations = tuple(run.state_bptt_steps for run in runs)
+            population = train_population(
+                estimator, training, runs, populations.get(truncations), holders
+            )
+            populations[truncations] = population.network
             trained, load = population.members, population.load
         else:
             (run,) = runs
