@@ -151,9 +151,11 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         population took ×2.1-2.3 the time of ``n_init=1``, against ×1.4-1.8 one run
         after another. Compiling its step costs more than the runs it saves at these
         sizes, and it trains stalled members to the end. On a 2-core CPU it took
-        ×3.6 (TensorFlow, faster than ×4.5 one after another) and ×2.7 (JAX, slower
-        than ×2.1). Hence the default. A population is not combined with ``early_stopping``,
-        ``validation_fraction > 0`` or ``devices`` (a ``ValueError``).
+        ×2.7 (TensorFlow, faster than ×4.4 one after another) and ×2.8 (JAX, slower
+        than ×2.0), on targets where every run trains to the end; one after another,
+        a fit that finds an exact run at once trains one. Hence the default. A
+        population is not combined with ``early_stopping``, ``validation_fraction > 0``
+        or ``devices`` (a ``ValueError``).
     curriculum : bool, default=True
         Start training on the shortest sources (about a quarter of the length range)
         and admit longer ones, in a few stages, whenever the training loss per token
