@@ -728,20 +728,25 @@ class SequenceEstimatorBase(BaseEstimator):
             return batch_size // placement.part[1]
         return int(self.batch_size) if placement.distributed else None
 
-    def _compile(self, n_steps, length):
+    def _compile(self, n_steps, length, network=None, optimizer_class=None, loss=None):
+        """Compile ``network`` (default: ``network_``) for training, in the compile
+        policy's mode, with Adam (``optimizer_class``, default ``DenseGradientAdam``)
+        and ``loss`` (default: ``_loss()``)."""
+        network = self.network_ if network is None else network
+        optimizer_class = optimizer_class or _backend.DenseGradientAdam
         policy = COMPILE_POLICY[keras.backend.backend()]
         mode = policy.training_mode(self._jit_training, n_steps, length)
         if self._placement().distributed and keras.backend.backend() == "tensorflow":
             # TensorFlow-specific: a strategy runs its replicas in a graph, and an XLA
             # step cannot reach the replicas' variables on other devices.
             mode = "graph"
-        optimizer = _backend.DenseGradientAdam(
+        optimizer = optimizer_class(
             learning_rate=float(self.learning_rate),
             clipnorm=None if self.clipnorm is None else float(self.clipnorm),
         )
-        self.network_.compile(
+        network.compile(
             optimizer=optimizer,
-            loss=self._loss(),
+            loss=self._loss() if loss is None else loss,
             jit_compile=mode == "jit",
             run_eagerly=mode == "eager",
         )

@@ -26,7 +26,6 @@ from keras import ops
 
 from .._backend import DenseGradientAdam
 from ._controller import MemoryController
-from ._network import TransducerNetwork
 
 __all__ = [
     "MemberLosses",
@@ -156,7 +155,7 @@ class PopulationNetwork(keras.Model):
     ``call(stream)`` takes one batch of streams (batch, steps), which every member
     reads, and returns the logits of every member, shape (population, batch, steps,
     classes). Training logs each member's loss as ``member_<k>_loss``.
-    :meth:`member` gives a member back as a network of its own.
+    :meth:`load_member` puts a member's weights into a network of its own.
     """
 
     def __init__(self, members, **kwargs):
@@ -164,7 +163,6 @@ class PopulationNetwork(keras.Model):
         members = list(members)
         template = members[0]
         self.population = len(members)
-        self._member_configs = [network.get_config() for network in members]
         self.n_classes = template.n_output_tokens + 1
         self.n_tokens = template.output_offset + template.n_output_tokens
         self.embedding_dim = template.embedding_dim
@@ -241,30 +239,13 @@ class PopulationNetwork(keras.Model):
         k : int
         network : TransducerNetwork
             A built network of the member's configuration (one of the networks the
-            population was made from, or a new one).
+            population was made from).
         """
         for variable, counterpart in self._pairs(network):
             counterpart.assign(ops.convert_to_numpy(variable)[k])
         if self.controller.member_seed_generators:
             generator = self.controller.member_seed_generators[k]
             network.controller.seed_generator.state.assign(generator.state.value)
-
-    def member(self, k):
-        """Member ``k`` as a :class:`~skptr.memory._network.TransducerNetwork` of its own.
-
-        Parameters
-        ----------
-        k : int
-
-        Returns
-        -------
-        TransducerNetwork
-            A new, built network holding the member's weights and noise seed state.
-        """
-        network = TransducerNetwork.from_config(self._member_configs[k])
-        network.build()
-        self.load_member(k, network)
-        return network
 
     def call(self, stream, training=None):
         """Logits of every member, shape (population, batch, steps, classes)."""

@@ -27,7 +27,6 @@ import numpy as np
 
 from .._base import (
     _WEIGHT_COPIES,
-    COMPILE_POLICY,
     _NetworkSnapshot,
     _reinitialised,
     _StopOnNonFinite,
@@ -386,10 +385,16 @@ def train_run(estimator, data, run, seeds, callbacks=(), reuse=None):
     NeuralStackTransducer
         A copy of the estimator holding the trained network.
     """
+    candidate = _candidate(estimator, run)
+    candidate._train(data, False, seeds, callbacks=callbacks, reuse=reuse)
+    return candidate
+
+
+def _candidate(estimator, run):
+    """A copy of ``estimator`` set to train ``run``."""
     candidate = estimator._shallow_copy()
     candidate.state_bptt_steps_ = run.state_bptt_steps
     candidate.gate_noise_start_ = run.gate_noise_start
-    candidate._train(data, False, seeds, callbacks=callbacks, reuse=reuse)
     return candidate
 
 
@@ -427,9 +432,7 @@ def train_population(estimator, data, runs, reuse=None, holders=None):
     """
     candidates, networks = [], []
     for run in runs:
-        candidate = estimator._shallow_copy()
-        candidate.state_bptt_steps_ = run.state_bptt_steps
-        candidate.gate_noise_start_ = run.gate_noise_start
+        candidate = _candidate(estimator, run)
         candidate._record_network_params()
         candidates.append(candidate)
         networks.append(candidate._new_network(SeedStream(run.seed).next()))
@@ -456,17 +459,12 @@ def train_population(estimator, data, runs, reuse=None, holders=None):
     if reuse is not None:
         population = _reinitialised(reuse, population, estimator.learning_rate)
     else:
-        mode = COMPILE_POLICY[keras.backend.backend()].training_mode(
-            estimator._jit_training, epochs * len(batches), data.n_steps
-        )
-        population.compile(
-            optimizer=PopulationAdam(
-                learning_rate=float(estimator.learning_rate),
-                clipnorm=None if estimator.clipnorm is None else float(estimator.clipnorm),
-            ),
+        estimator._compile(
+            epochs * len(batches),
+            data.n_steps,
+            network=population,
+            optimizer_class=PopulationAdam,
             loss=PopulationCrossentropy(),
-            jit_compile=mode == "jit",
-            run_eagerly=mode == "eager",
         )
     estimator._set_steps_per_execution(population)
     watches = [StalledStartWatch(f"member_{k}_loss", stops=False) for k in range(size)]
