@@ -8,6 +8,8 @@ import pytest
 
 from skptr import NeuralStackTransducer
 from skptr._random import SeedStream
+from skptr.memory import _restarts as restarts
+from skptr.memory._curriculum import STALL_EPOCHS, StalledStartWatch
 from skptr.memory._population import PopulationAdam
 from skptr.memory._restarts import (
     RestartPlan,
@@ -36,11 +38,11 @@ def _reversal(n_samples, seed):
 
 
 def _prepared(**params):
+    params = {"epochs": 2, **params}
     estimator = NeuralStackTransducer(
         hidden_size=8,
         embedding_dim=4,
         memory_width=4,
-        epochs=2,
         batch_size=16,
         curriculum=False,
         gate_noise=1.0,
@@ -71,14 +73,17 @@ def test_member_equals_the_same_initialisation_trained_alone(memory, cell):
         _check_members_against_runs_alone(memory, cell)
 
 
-def _check_members_against_runs_alone(memory, cell):
-    estimator, data = _prepared(memory=memory, cell=cell)
+def _check_members_against_runs_alone(memory, cell, epochs=2, stalled=()):
+    estimator, data = _prepared(memory=memory, cell=cell, epochs=epochs)
     runs = [Run(11, 0, 0.0), Run(22, None, 0.5), Run(33, 2, 1.0)]
     population = train_population(estimator, data, runs)
     first = SeedStream(runs[0].seed)
     first.next()
     split_seed, batches_seed = first.next(), first.next()
     for k, (run, (member, watch)) in enumerate(zip(runs, population.members, strict=True)):
+        if k in stalled:
+            assert watch.stalled and member.n_iter_ == STALL_EPOCHS
+            continue
         population.load(k)
         seeds = _Seeds([SeedStream(run.seed).next(), split_seed, batches_seed])
         alone = train_run(estimator, data, run, seeds)
@@ -96,6 +101,31 @@ def _check_members_against_runs_alone(memory, cell):
                 err_msg=f"{theirs.path} of the run with seed {run.seed}",
             )
         assert not watch.stalled
+        assert member.n_iter_ == epochs
+    return population
+
+
+class _SecondMemberStalls(StalledStartWatch):
+    """A stall check that finds the second member of a population stalled, and no other."""
+
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch == STALL_EPOCHS - 1:
+            self.best_loss = float(logs[self.key])
+            self.stalled = self.key == "member_1_loss"
+
+
+def test_members_go_on_without_one_that_stalled(monkeypatch):
+    # After the stall check the second member is dropped; the two others go on as a
+    # population of two, with their weights, noise-seed states and Adam moments, and
+    # still end where each one trained alone ends.
+    monkeypatch.setattr(restarts, "StalledStartWatch", _SecondMemberStalls)
+    with _full_float32_matmuls():
+        population = _check_members_against_runs_alone(
+            "stack", "lstm", epochs=STALL_EPOCHS + 2, stalled=(1,)
+        )
+    sizes = [population.sources[k][0].population for k in range(3)]
+    assert sizes == [2, 3, 2]
+    assert [population.sources[k][1] for k in range(3)] == [0, 1, 1]
 
 
 def test_population_clips_each_member_gradient_on_its_own():

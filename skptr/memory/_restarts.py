@@ -18,6 +18,7 @@ several initialisations and keeps the best. The pieces:
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -390,6 +391,15 @@ def train_run(estimator, data, run, seeds, callbacks=(), reuse=None):
     return candidate
 
 
+@contextlib.contextmanager
+def _scopes(*contexts):
+    """All of ``contexts`` entered at once."""
+    with contextlib.ExitStack() as stack:
+        for context in contexts:
+            stack.enter_context(context)
+        yield
+
+
 def _candidate(estimator, run):
     """A copy of ``estimator`` set to train ``run``."""
     candidate = estimator._shallow_copy()
@@ -398,7 +408,7 @@ def _candidate(estimator, run):
     return candidate
 
 
-def train_population(estimator, data, runs, reuse=None, holders=None):
+def train_population(estimator, data, runs, compiled=None, holders=None):
     """Train new networks of ``estimator`` for ``runs`` side by side, as one population.
 
     Each member is built from its run's seed as :func:`train_run` builds it; the
@@ -406,8 +416,11 @@ def train_population(estimator, data, runs, reuse=None, holders=None):
     is that of :func:`train_run`, and every other member's that of its network trained
     alone on the same batches. The curriculum admits longer sources for every member
     when the best member's loss would let it (see ``CurriculumBatches.advance``).
-    Training stops early only once every member has stalled (see
-    ``StalledStartWatch``).
+
+    Members that stall (see ``StalledStartWatch``) are dropped once the stall check
+    has run: the others go on as a smaller population, with their weights, noise-seed
+    states and Adam moments, so that their training is the one they would have had in
+    the full population, at the cost of their own work only.
 
     Parameters
     ----------
@@ -417,9 +430,10 @@ def train_population(estimator, data, runs, reuse=None, holders=None):
         The training samples.
     runs : sequence of Run
         The runs, two or more.
-    reuse : PopulationNetwork, optional
-        A population trained before for runs of the same truncations, whose compiled
-        training step this one reuses (as :func:`train_run` reuses a network's).
+    compiled : dict, optional
+        Populations trained before, by the truncations of their members; a population
+        of the same truncations reuses one's compiled training step (as
+        :func:`train_run` reuses a network's), and the populations made here are added.
     holders : dict, optional
         The network object that holds the members of each configuration (truncation
         and cell-state reset) when they are scored, kept across populations so that
@@ -430,6 +444,7 @@ def train_population(estimator, data, runs, reuse=None, holders=None):
     TrainedPopulation
         The trained members.
     """
+    compiled = {} if compiled is None else compiled
     candidates, networks = [], []
     for run in runs:
         candidate = _candidate(estimator, run)
@@ -453,54 +468,158 @@ def train_population(estimator, data, runs, reuse=None, holders=None):
         longest_sequence=data.n_steps,
     )
     placement = estimator._placement()
-    with placement.scope(), dtype_policy_scope(view.dtype_policy):
-        population = PopulationNetwork(networks)
-    epochs = int(estimator.epochs)
-    if reuse is not None:
-        population = _reinitialised(reuse, population, estimator.learning_rate)
-    else:
-        estimator._compile(
-            epochs * len(batches),
-            data.n_steps,
-            network=population,
-            optimizer_class=PopulationAdam,
-            loss=PopulationCrossentropy(),
-        )
-    estimator._set_steps_per_execution(population)
-    watches = [StalledStartWatch(f"member_{k}_loss", stops=False) for k in range(size)]
-    noise = []
-    if getattr(population.controller, "gate_noise_scale", None) is not None:
-        noise = [GateNoiseFrom([math.ceil(run.gate_noise_start * epochs) for run in runs])]
-    history = population.fit(
-        batches.dataset(placement.process_rows),
-        epochs=epochs,
-        callbacks=[
-            _BestMemberLoss(watches),
-            *batches.callbacks(),
-            *noise,
-            *(estimator.callbacks or []),
-            _StopOnNonFinite(type(estimator).__name__),
-            *watches,
-            _StopOnceAllStalled(watches),
-        ],
-        shuffle=False,
-        verbose=min(int(estimator.verbose), 2),
+    training = _PopulationTraining(
+        estimator,
+        runs,
+        networks,
+        compiled,
+        int(estimator.epochs) * len(batches),
+        data.n_steps,
+        lambda: _scopes(placement.scope(), dtype_policy_scope(view.dtype_policy)),
     )
-    shared = {
-        key: [float(v) for v in values]
-        for key, values in history.history.items()
-        if key != "loss" and not key.startswith("member_")
-    }
+    watches = [StalledStartWatch(f"member_{k}_loss", stops=False) for k in range(size)]
+    losses, shared, sources = training.train(
+        training.population(range(size)),
+        batches,
+        batches.dataset(placement.process_rows),
+        watches,
+    )
     holders = {} if holders is None else holders
     for k, (candidate, network) in enumerate(zip(candidates, networks, strict=True)):
         controller = network.controller
         candidate.network_ = holders.setdefault(
             (controller.state_bptt_steps, controller.reset_cell_state), network
         )
-        losses = [float(v) for v in history.history[f"member_{k}_loss"]]
-        candidate.history_ = {"loss": losses, **shared}
-        candidate.n_iter_ = len(losses)
-    return TrainedPopulation(population, candidates, watches)
+        candidate.history_ = {
+            "loss": losses[k],
+            **{key: v[: len(losses[k])] for key, v in shared.items()},
+        }
+        candidate.n_iter_ = len(losses[k])
+    return TrainedPopulation(sources, candidates, watches)
+
+
+class _PopulationTraining:
+    """Makes the populations of one :func:`train_population`: the first one and the
+    smaller ones its members go on in once some stall.
+
+    Parameters
+    ----------
+    estimator : NeuralStackTransducer
+    runs : sequence of Run
+    networks : list of TransducerNetwork
+        Each run's network, as built.
+    compiled : dict
+        Populations trained before, by their members' truncations (see
+        :func:`train_population`).
+    n_steps : int
+        Gradient steps of the whole training, for the compile policy.
+    length : int
+        Longest training stream, in steps, for the compile policy.
+    scope : callable
+        Returns the context in which populations are built (the fit's placement and
+        dtype policy).
+    """
+
+    def __init__(self, estimator, runs, networks, compiled, n_steps, length, scope):
+        self.estimator = estimator
+        self.runs = runs
+        self.networks = networks
+        self.compiled = compiled
+        self.n_steps = n_steps
+        self.length = length
+        self.scope = scope
+
+    def population(self, members):
+        """A compiled population of the ``members`` (indices into the runs), from
+        their networks' weights, its optimiser state fresh."""
+        members = list(members)
+        estimator = self.estimator
+        with self.scope():
+            population = PopulationNetwork([self.networks[k] for k in members])
+        key = tuple(self.runs[k].state_bptt_steps for k in members)
+        if key in self.compiled:
+            population = _reinitialised(self.compiled[key], population, estimator.learning_rate)
+        else:
+            estimator._compile(
+                self.n_steps,
+                self.length,
+                network=population,
+                optimizer_class=PopulationAdam,
+                loss=PopulationCrossentropy(),
+            )
+            self.compiled[key] = population
+        estimator._set_steps_per_execution(population)
+        return population
+
+    def train(self, population, batches, dataset, watches):
+        """Train ``population``, of every run's member, to the last epoch, going on
+        without the members that stall.
+
+        Returns
+        -------
+        losses : dict of int to list of float
+            Each member's epoch losses.
+        shared : dict of str to list of float
+            The other logs of every epoch (such as the curriculum's admitted length).
+        sources : dict of int to (PopulationNetwork, int)
+            For each member, the population that trained it last and its place there.
+        """
+        estimator, runs = self.estimator, self.runs
+        epochs = int(estimator.epochs)
+        live, first_epoch = list(range(len(runs))), 0
+        losses, shared, sources = {k: [] for k in live}, {}, {}
+        while True:
+            live_watches = [watches[k] for k in live]
+            for index, watch in enumerate(live_watches):
+                watch.key = f"member_{index}_loss"
+            noise = []
+            if getattr(population.controller, "gate_noise_scale", None) is not None:
+                starts = [math.ceil(runs[k].gate_noise_start * epochs) for k in live]
+                noise = [GateNoiseFrom(starts)]
+            history = population.fit(
+                dataset,
+                initial_epoch=first_epoch,
+                epochs=epochs,
+                callbacks=[
+                    _BestMemberLoss(live_watches),
+                    *batches.callbacks(),
+                    *noise,
+                    *(estimator.callbacks or []),
+                    _StopOnNonFinite(type(estimator).__name__),
+                    *live_watches,
+                    _StopOnceAnyStalled(live_watches),
+                ],
+                shuffle=False,
+                verbose=min(int(estimator.verbose), 2),
+            )
+            for index, k in enumerate(live):
+                losses[k] += [float(v) for v in history.history[f"member_{index}_loss"]]
+                sources[k] = (population, index)
+            for key, values in history.history.items():
+                if key != "loss" and not key.startswith("member_"):
+                    shared.setdefault(key, []).extend(float(v) for v in values)
+            first_epoch += len(history.history["loss"])
+            survivors = [k for k in live if not watches[k].stalled]
+            if first_epoch >= epochs or survivors in ([], live):
+                return losses, shared, sources
+            population = self.narrowed(population, live, survivors)
+            live = survivors
+
+    def narrowed(self, population, members, kept):
+        """A population of the members ``kept`` of ``population`` (whose members are
+        ``members``), each with its weights, noise-seed state and Adam moments."""
+        for index, k in enumerate(members):
+            if k in kept:
+                population.load_member(index, self.networks[k])
+        smaller = self.population(kept)
+        rows = np.array([members.index(k) for k in kept])
+        optimizer = smaller.optimizer
+        if not optimizer.built:
+            optimizer.build(smaller.trainable_variables)
+        for mine, theirs in zip(optimizer.variables, population.optimizer.variables, strict=True):
+            value = keras.ops.convert_to_numpy(theirs)
+            mine.assign(value if tuple(mine.shape) == value.shape else value[rows])
+        return smaller
 
 
 class TrainedPopulation:
@@ -512,21 +631,22 @@ class TrainedPopulation:
 
     Parameters
     ----------
-    network : PopulationNetwork
-        The trained population.
+    sources : dict of int to (PopulationNetwork, int)
+        For each member, the population that trained it last and its place there.
     candidates : list of NeuralStackTransducer
         One copy of the estimator per member, holding its configuration's network.
     watches : list of StalledStartWatch
         Whether each member stalled.
     """
 
-    def __init__(self, network, candidates, watches):
-        self.network = network
+    def __init__(self, sources, candidates, watches):
+        self.sources = sources
         self.members = list(zip(candidates, watches, strict=True))
 
     def load(self, k):
         """Put member ``k``'s weights into the network its candidate holds."""
-        self.network.load_member(k, self.members[k][0].network_)
+        population, index = self.sources[k]
+        population.load_member(index, self.members[k][0].network_)
 
 
 class _BestMemberLoss(keras.callbacks.Callback):
@@ -547,15 +667,16 @@ class _BestMemberLoss(keras.callbacks.Callback):
         logs["loss"] = float(min(live or losses)) if np.all(np.isfinite(losses)) else np.nan
 
 
-class _StopOnceAllStalled(keras.callbacks.Callback):
-    """Stops a population's training once every member has stalled."""
+class _StopOnceAnyStalled(keras.callbacks.Callback):
+    """Stops a population's training after the stall check if any member stalled, so
+    that the others go on without it (or nobody does)."""
 
     def __init__(self, watches):
         super().__init__()
         self.watches = watches
 
     def on_epoch_end(self, epoch, logs=None):
-        if epoch == STALL_EPOCHS - 1 and all(watch.stalled for watch in self.watches):
+        if epoch == STALL_EPOCHS - 1 and any(watch.stalled for watch in self.watches):
             self.model.stop_training = True
 
 
@@ -646,17 +767,13 @@ def search_initialisations(estimator, data, seeds):
     judge = HeldOutJudge(TransducerCodec.of(estimator), held_out, settings)
     plan = RestartPlan(settings, seeds)
     networks = {}  # one network per truncation, its compiled steps reused by later runs
-    populations = {}  # the same for populations, per truncation of each member
+    populations = {}  # the same for populations, by the truncations of their members
     holders = {}  # the network object that holds each configuration's members
     leader = None  # a snapshot of the leading run's network, which later runs may train
     while runs := plan.next_runs(settings.population):
         load = None
         if len(runs) > 1:
-            truncations = tuple(run.state_bptt_steps for run in runs)
-            population = train_population(
-                estimator, training, runs, populations.get(truncations), holders
-            )
-            populations[truncations] = population.network
+            population = train_population(estimator, training, runs, populations, holders)
             trained, load = population.members, population.load
         else:
             (run,) = runs
