@@ -145,15 +145,15 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         members all read the batches of the first one, and the curriculum admits longer
         sources when the best member's loss allows. Where ``state_bptt_steps="auto"``
         alternates the truncation, the members alternate it from the start. A member
-        that stalls is not scored, and training stops early only when all of them stall.
-        The search stops at the first exact member.
+        that stalls is not scored and is dropped after the stall check: the others go
+        on as a smaller population. The search stops at the first exact member.
         Measured on one H200 GPU (JAX, ``n_init=8`` on targets no run can learn), the
         population took ×2.1-2.3 the time of ``n_init=1``, against ×1.4-1.8 one run
-        after another. Compiling its step costs more than the runs it saves at these
-        sizes, and it trains stalled members to the end. On a 2-core CPU it took
-        ×2.7 (TensorFlow, faster than ×4.4 one after another) and ×2.8 (JAX, slower
-        than ×2.0), on targets where every run trains to the end; one after another,
-        a fit that finds an exact run at once trains one. Hence the default. A
+        after another: compiling its step costs more than the runs it saves at these
+        sizes. On a 2-core CPU it took ×2.7 (TensorFlow, faster than ×4.4 one after
+        another) and ×2.8 (JAX, slower than ×2.0), on targets where every run trains
+        to the end; one after another, a fit that finds an exact run at once trains
+        one. Hence the default. A
         population is not combined with ``early_stopping``, ``validation_fraction > 0``
         or ``devices`` (a ``ValueError``).
     curriculum : bool, default=True

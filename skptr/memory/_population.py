@@ -10,11 +10,14 @@ backpropagation through its state, cell-state reset, gate-noise draws and noise 
 A member trained in a population therefore ends where the same network, trained
 alone on the same batches, ends (up to float rounding).
 
+Members that stall are dropped after the stall check: the others go on as a smaller
+population (:func:`~skptr.memory._restarts.train_population`).
+
 Measured on one H200 GPU (JAX), a population of 8 took longer than 8 runs one after
-another: compiling its step costs more than the runs it saves at the sizes measured,
-and it trains members that stalled to the end. On a 2-core CPU, where a step's time
-grows with its work, it was faster than runs one after another on TensorFlow and
-slower on JAX. ``population=False`` is therefore the default (see
+another: compiling its step costs more than the runs it saves at the sizes measured.
+On a 2-core CPU, where a step's time grows with its work, it was faster than runs one
+after another on TensorFlow and slower on JAX, and on the grammar tasks faster on one
+seed and slower on another. ``population=False`` is therefore the default (see
 :class:`~skptr.memory.NeuralStackTransducer`).
 """
 
