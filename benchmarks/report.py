@@ -768,7 +768,7 @@ def _restarts_table(rows):
             _population_label(r),
             r["runs"],
             f"{r['n_samples']:,} \u00d7 {r['epochs']}",
-            f"{r['fit_s']:.1f}",
+            _seconds_and_spread(r),
             f"\u00d7{r['ratio']:.2f}",
         ]
         for r in rows
@@ -777,6 +777,14 @@ def _restarts_table(rows):
         ["backend", "n_init", "trained", "runs", "samples \u00d7 epochs", "fit, s", "vs first"],
         body,
     )
+
+
+def _seconds_and_spread(row):
+    """A row's median fit seconds, and the range of its repeats when there are several."""
+    seconds = row.get("fit_seconds", [])
+    if len(seconds) < 2:
+        return f"{row['fit_s']:.1f}"
+    return f"{row['fit_s']:.1f} ({min(seconds):.1f}-{max(seconds):.1f})"
 
 
 def _population_label(row):
@@ -1192,7 +1200,10 @@ def build_blocks(data, run):
                 "(`gate_noise_start=0.6`: `n_init` runs, not up to twice as many). With more "
                 "than one, each run trains on 90 % of the samples and is scored on the rest. "
                 "The runs train one after another (the default) or side by side as one "
-                "batched population (`population=True`), in the same process."
+                "batched population (`population=True`), in the same process. With several "
+                "repeats, the configurations take turns, the table gives the median fit and "
+                "the range in brackets, and the ratio is that of the medians; a JAX process "
+                "compiles each step once, so only its first repeat compiles."
             )
         )
         blocks.append(_restarts_table(rows))

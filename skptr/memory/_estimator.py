@@ -150,8 +150,8 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         Measured on one H200 GPU (JAX, ``n_init=8`` on targets no run can learn), the
         population took ×2.1-2.3 the time of ``n_init=1``, against ×1.4-1.8 one run
         after another: compiling its step costs more than the runs it saves at these
-        sizes. On a 2-core CPU it took ×2.7 (TensorFlow, faster than ×4.4 one after
-        another) and ×2.8 (JAX, slower than ×2.0), on targets where every run trains
+        sizes. On a 2-core CPU it took ×4.0 (TensorFlow, faster than ×5.7 one after
+        another) and ×4.7 (JAX, slower than ×3.6), on targets where every run trains
         to the end; one after another, a fit that finds an exact run at once trains
         one. Hence the default. A
         population is not combined with ``early_stopping``, ``validation_fraction > 0``
