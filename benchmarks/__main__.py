@@ -37,6 +37,7 @@ SECTIONS = (
     "transduction_short",
     "transduction_grefenstette",
     "transduction_deletang",
+    "svo_errors",
 )
 
 TRANSDUCTION_VOCAB = {
@@ -61,6 +62,20 @@ CYCLES_PRESET = {
         "tsp10": "undirected",
         "tsp20": "undirected",
     },
+}
+
+#: ``svo_errors``: seed 0's fit of SVO to SOV under the Grefenstette protocol, and
+#: where its outputs go wrong on its test sentences (65-128 words, the same as
+#: ``transduction_grefenstette``'s) and on new ones of the training lengths.
+SVO_ERRORS = {
+    "seeds": [0],
+    "memory": "deque",
+    "vocab_size": TRANSDUCTION_VOCAB["svo_sov"],
+    "train_lengths": [8, 64],
+    "test_lengths": [[65, 128], [8, 64]],
+    "n_train": 2000,
+    "n_test": 200,
+    "params": {},
 }
 
 SEEDS = [0, 1, 2, 3, 4]
@@ -251,6 +266,14 @@ def configuration(quick):
                 "n_test": 16,
                 "params": {"epochs": 1, "n_init": 1},
             },
+            "svo_errors": {
+                **SVO_ERRORS,
+                "train_lengths": [8, 12],
+                "test_lengths": [[13, 16], [8, 12]],
+                "n_train": 64,
+                "n_test": 16,
+                "params": {"epochs": 1, "n_init": 1},
+            },
         }
     return {
         "pointer_vs_torch": {
@@ -352,6 +375,7 @@ def configuration(quick):
             "beam_width": 5,
         },
         **TRANSDUCTION_PROTOCOLS,
+        "svo_errors": SVO_ERRORS,
     }
 
 
@@ -446,6 +470,7 @@ def main(argv=None):
             "transduction_short": quality.transduction,
             "transduction_grefenstette": quality.transduction,
             "transduction_deletang": quality.transduction,
+            "svo_errors": quality.svo_errors,
         }
         config = configuration(args.quick)
         for setting in args.set:

@@ -442,6 +442,7 @@ def transduction(config, log):
                     "train_lengths": [low, high],
                     "n_train": config["n_train"],
                     "data": config["data"],
+                    **({"params": params} if params else {}),
                 }
                 summary = ", ".join(
                     f"{k}: {v['coarse']:.2f}/{v['fine']:.2f}" for k, v in tests.items()
@@ -451,4 +452,128 @@ def transduction(config, log):
                     f"(fit {fit_watch.elapsed:.0f} s, {len(row['init_scores']) or 1} init.)"
                 )
                 rows.append(row)
+    return rows
+
+
+def _main_verb_index(source, target):
+    """Where SVO to SOV's main verb stands in ``source``: the first word that the
+    target, which moves it to the end, does not repeat in place."""
+    return next(i for i, word in enumerate(source) if word.upper() != target[i])
+
+
+def _subject_depth(source, main_verb):
+    """The deepest nesting of relative clauses in a sentence's subject."""
+    depth = deepest = 0
+    for word in source[:main_verb]:
+        depth += word.startswith("r")
+        deepest = max(deepest, depth)
+        depth -= word.startswith("v")
+    return deepest
+
+
+def svo_errors(config, log):
+    """Where a transducer fitted on SVO to SOV goes wrong: the words copied in place or
+    the main verb, which the target moves to the end.
+
+    For each seed, the estimator (defaults, or ``params``) trains as the Grefenstette
+    protocol does and predicts new sentences of each test range, drawn with the seeds
+    of ``transduction_grefenstette`` (so the first range's sentences are that
+    benchmark's). Each output is counted as right up to its last word or wrong
+    earlier; of the first, as exact, or by what its last word is instead of the main
+    verb (a verb of the subject's relative clauses, of the object's, another verb, not
+    a verb, or missing), and by the nesting depth of the subject's relative clauses.
+
+    Parameters
+    ----------
+    config : dict
+        ``seeds``, ``memory``, ``vocab_size``, ``train_lengths``, ``test_lengths``,
+        ``n_train``, ``n_test`` and ``params`` (estimator settings).
+    log : callable
+        Progress printer.
+
+    Returns
+    -------
+    list of dict
+        One row per seed and test range.
+    """
+    transducer = _transducer_class()
+    rows = []
+    for seed in config["seeds"]:
+        X, y = make_transduction(
+            "svo_sov",
+            config["n_train"],
+            *config["train_lengths"],
+            vocab_size=config["vocab_size"],
+            random_state=10_000 + seed,
+        )
+        est = transducer(memory=config["memory"], random_state=seed, **config["params"])
+        with Stopwatch() as fit_watch:
+            est.fit(X, y)
+        for i, lengths in enumerate(config["test_lengths"]):
+            X_test, y_test = make_transduction(
+                "svo_sov",
+                config["n_test"],
+                *lengths,
+                vocab_size=config["vocab_size"],
+                random_state=20_000 + 100 * seed + i,
+            )
+            counts = dict.fromkeys(
+                [
+                    "exact",
+                    "right up to the last word",
+                    "last word a verb of the subject's relative clauses",
+                    "last word a verb of the object's relative clauses",
+                    "last word another verb",
+                    "last word not a verb",
+                    "last word missing",
+                    "wrong earlier",
+                ],
+                0,
+            )
+            by_depth = {}
+            for source, target, output in zip(X_test, y_test, est.predict(X_test), strict=True):
+                source, target, output = list(source), list(target), list(output)
+                main_verb = _main_verb_index(source, target)
+                if output[: len(target) - 1] != target[:-1]:
+                    counts["wrong earlier"] += 1
+                    continue
+                counts["right up to the last word"] += 1
+                last = output[len(target) - 1] if len(output) >= len(target) else None
+                right = output == target
+                depth = _subject_depth(source, main_verb)
+                wrong, total = by_depth.get(depth, (0, 0))
+                by_depth[depth] = (wrong + (not right), total + 1)
+                if right:
+                    counts["exact"] += 1
+                elif last is None:
+                    counts["last word missing"] += 1
+                elif not last.startswith("V"):
+                    counts["last word not a verb"] += 1
+                elif last.lower() in source[:main_verb]:
+                    counts["last word a verb of the subject's relative clauses"] += 1
+                elif last.lower() in source[main_verb + 1 :]:
+                    counts["last word a verb of the object's relative clauses"] += 1
+                else:
+                    counts["last word another verb"] += 1
+            key = f"{lengths[0]}-{lengths[1]}"
+            rows.append(
+                {
+                    "seed": seed,
+                    "test_lengths": key,
+                    "n_test": config["n_test"],
+                    **counts,
+                    "main verb wrong by subject depth": {
+                        str(depth): list(value) for depth, value in sorted(by_depth.items())
+                    },
+                    "final_loss": float(est.history_["loss"][-1]),
+                    "epochs": len(est.history_["loss"]),
+                    "fit_s": round(fit_watch.elapsed, 1),
+                    "params": config["params"],
+                }
+            )
+            log(
+                f"svo_errors seed {seed}, {key}: {counts['exact']} exact, "
+                f"{counts['right up to the last word']} right up to the last word, "
+                f"{counts['wrong earlier']} wrong earlier"
+            )
     return rows

@@ -582,9 +582,10 @@ def _transduction_summary(rows):
     """Rows (task, memory, per test range: mean and worst seed, published, budget)."""
     groups = {}
     for row in rows:
-        groups.setdefault((row["task"], row["memory"]), []).append(row)
+        changed = tuple(sorted(row.get("params", {}).items()))
+        groups.setdefault((row["task"], row["memory"], changed), []).append(row)
     summary = []
-    for (task, memory), members in groups.items():
+    for (task, memory, changed), members in groups.items():
         protocol = members[0]["protocol"]
         cells = []
         for lengths in members[0]["tests"]:
@@ -604,9 +605,12 @@ def _transduction_summary(rows):
         else:
             published = "\u2013"
         n_inits = [max(1, len(r["init_scores"])) for r in members]
+        name = TASK_NAMES.get(task, task)
+        if changed:
+            name += " (" + ", ".join(f"`{key}={value!r}`" for key, value in changed) + ")"
         summary.append(
             [
-                TASK_NAMES.get(task, task),
+                name,
                 memory,
                 *cells,
                 published,
@@ -636,7 +640,9 @@ def _transduction_blocks(section, title, text, short):
             f"{section['device'].get('skptr_commit', '?')}. Cells are coarse / "
             f"{metric} accuracy, the mean over the seeds ({len({r['seed'] for r in rows})}) "
             "and, in brackets, the worst seed. `fit` is the mean fit time and "
-            "the mean number of initialisations tried (of `n_init`). " + section.get("note", "")
+            "the mean number of initialisations tried (of `n_init`). A task followed by "
+            "settings in brackets was fitted with those instead of the defaults. "
+            + section.get("note", "")
         )
     )
     blocks.append(
@@ -650,6 +656,69 @@ def _transduction_blocks(section, title, text, short):
                 "fit",
             ],
             _transduction_summary(rows),
+        )
+    )
+    return blocks
+
+
+def _svo_error_blocks(section):
+    """Heading, text and table of the ``svo_errors`` section."""
+    rows = section["results"]
+    backend = {"tensorflow": "TensorFlow", "jax": "JAX"}[section["device"]["keras_backend"]]
+    settings = rows[0]["params"]
+    blocks = [heading(f"SVO to SOV: where the outputs go wrong ({backend})", 3)]
+    blocks.append(
+        para(
+            "`NeuralStackTransducer(memory='deque')` with "
+            + (", ".join(f"`{k}={v!r}`" for k, v in settings.items()) or "its defaults")
+            + f", fitted as in the Grefenstette protocol above ({backend}, skptr at "
+            f"{section['device'].get('skptr_commit', '?')}), predicts new sentences "
+            "drawn by `make_transduction`: those of 65-128 words are the protocol's test "
+            "sentences of the same seed. The target is the source with its main verb "
+            "moved to the end. Each output is right up to its last word or wrong earlier; "
+            "of the first, the columns count the exact ones and what the last word is "
+            "instead of the main verb. `by depth` gives, for each nesting depth of the "
+            "subject's relative clauses, the main verb's errors among the outputs right up "
+            "to it. " + section.get("note", "")
+        )
+    )
+    body = [
+        [
+            r["seed"],
+            r["test_lengths"],
+            r["n_test"],
+            r["right up to the last word"],
+            r["exact"],
+            r["last word a verb of the subject's relative clauses"],
+            r["last word a verb of the object's relative clauses"],
+            r["last word another verb"] + r["last word not a verb"],
+            r["last word missing"],
+            r["wrong earlier"],
+            ", ".join(
+                f"{depth}: {wrong}/{total}"
+                for depth, (wrong, total) in r["main verb wrong by subject depth"].items()
+            ),
+            f"{r['final_loss']:.3f} after {r['epochs']} epochs",
+        ]
+        for r in rows
+    ]
+    blocks.append(
+        table(
+            [
+                "seed",
+                "words",
+                "sentences",
+                "right up to the last word",
+                "exact",
+                "last word: a verb of the subject's clauses",
+                "of the object's",
+                "other",
+                "missing",
+                "wrong earlier",
+                "by depth",
+                "training loss",
+            ],
+            body,
         )
     )
     return blocks
@@ -1369,6 +1438,9 @@ def build_blocks(data, run):
         for section in (protocol, f"{protocol}.jax"):
             if section in data:
                 blocks.extend(_transduction_blocks(data[section], title, text, short))
+    for section in ("svo_errors", "svo_errors.jax"):
+        if section in data:
+            blocks.extend(_svo_error_blocks(data[section]))
 
     blocks += _gpu_blocks(data)
     blocks.append(heading("Method notes", 2))
