@@ -16,8 +16,8 @@ population (:func:`~skptr.memory._restarts.train_population`).
 Measured on one H200 GPU (JAX), a population of 8 took longer than 8 runs one after
 another: compiling its step costs more than the runs it saves at the sizes measured.
 On a 2-core CPU, where a step's time grows with its work, it was faster than runs one
-after another on TensorFlow and slower on JAX, and on the grammar tasks faster on one
-seed and slower on another. ``population=False`` is therefore the default (see
+after another on TensorFlow and slower on JAX, and faster on one grammar task (SVO to
+SOV) and slower on another (gender conjugation). ``population=False`` is therefore the default (see
 :class:`~skptr.memory.NeuralStackTransducer`).
 """
 
