@@ -370,6 +370,16 @@ def token_accuracy(y_true, y_pred):
     )
 
 
+def _training_seed(seed):
+    """The data seed of a transduction protocol's training set for ``random_state``."""
+    return 10_000 + seed
+
+
+def _test_seed(seed, index):
+    """The data seed of a transduction protocol's ``index``-th test range."""
+    return 20_000 + 100 * seed + index
+
+
 def transduction(config, log):
     """Accuracy on longer-than-trained sequences, per task, memory, seed and test length.
 
@@ -410,16 +420,14 @@ def transduction(config, log):
     for task, memories in config["tasks"].items():
         for memory in memories:
             for seed in config["seeds"]:
-                X, y = draw(task, config["n_train"], (low, high), 10_000 + seed)
+                X, y = draw(task, config["n_train"], (low, high), _training_seed(seed))
                 est = transducer(memory=memory, random_state=seed, **params)
                 with Stopwatch() as fit_watch:
                     est.fit(X, y)
                 tests = {}
                 with Stopwatch() as test_watch:
                     for i, lengths in enumerate(config["test_lengths"]):
-                        X_test, y_test = draw(
-                            task, config["n_test"], lengths, 20_000 + 100 * seed + i
-                        )
+                        X_test, y_test = draw(task, config["n_test"], lengths, _test_seed(seed, i))
                         predicted = est.predict(X_test)
                         tests[f"{lengths[0]}-{lengths[1]}"] = {
                             "coarse": float(coarse_accuracy(y_test, predicted)),
@@ -471,6 +479,32 @@ def _subject_depth(source, main_verb):
     return deepest
 
 
+def _svo_outcome(source, target, output):
+    """What an SVO-to-SOV output got wrong, and the nesting depth of its subject.
+
+    Returns one of ``"exact"``, ``"wrong earlier"`` (before the last word) or what the
+    last word is instead of the main verb: ``"last word a verb of the subject's relative
+    clauses"``, ``"... of the object's relative clauses"``, ``"last word another
+    verb"``, ``"last word not a verb"`` or ``"last word missing"``.
+    """
+    main_verb = _main_verb_index(source, target)
+    depth = _subject_depth(source, main_verb)
+    if output[: len(target) - 1] != target[:-1]:
+        return "wrong earlier", depth
+    if output == target:
+        return "exact", depth
+    if len(output) < len(target):
+        return "last word missing", depth
+    last = output[len(target) - 1]
+    if not last.startswith("V"):
+        return "last word not a verb", depth
+    if last.lower() in source[:main_verb]:
+        return "last word a verb of the subject's relative clauses", depth
+    if last.lower() in source[main_verb + 1 :]:
+        return "last word a verb of the object's relative clauses", depth
+    return "last word another verb", depth
+
+
 def svo_errors(config, log):
     """Where a transducer fitted on SVO to SOV goes wrong: the words copied in place or
     the main verb, which the target moves to the end.
@@ -504,7 +538,7 @@ def svo_errors(config, log):
             config["n_train"],
             *config["train_lengths"],
             vocab_size=config["vocab_size"],
-            random_state=10_000 + seed,
+            random_state=_training_seed(seed),
         )
         est = transducer(memory=config["memory"], random_state=seed, **config["params"])
         with Stopwatch() as fit_watch:
@@ -515,7 +549,7 @@ def svo_errors(config, log):
                 config["n_test"],
                 *lengths,
                 vocab_size=config["vocab_size"],
-                random_state=20_000 + 100 * seed + i,
+                random_state=_test_seed(seed, i),
             )
             counts = dict.fromkeys(
                 [
@@ -532,29 +566,13 @@ def svo_errors(config, log):
             )
             by_depth = {}
             for source, target, output in zip(X_test, y_test, est.predict(X_test), strict=True):
-                source, target, output = list(source), list(target), list(output)
-                main_verb = _main_verb_index(source, target)
-                if output[: len(target) - 1] != target[:-1]:
-                    counts["wrong earlier"] += 1
+                outcome, depth = _svo_outcome(list(source), list(target), list(output))
+                counts[outcome] += 1
+                if outcome == "wrong earlier":
                     continue
                 counts["right up to the last word"] += 1
-                last = output[len(target) - 1] if len(output) >= len(target) else None
-                right = output == target
-                depth = _subject_depth(source, main_verb)
                 wrong, total = by_depth.get(depth, (0, 0))
-                by_depth[depth] = (wrong + (not right), total + 1)
-                if right:
-                    counts["exact"] += 1
-                elif last is None:
-                    counts["last word missing"] += 1
-                elif not last.startswith("V"):
-                    counts["last word not a verb"] += 1
-                elif last.lower() in source[:main_verb]:
-                    counts["last word a verb of the subject's relative clauses"] += 1
-                elif last.lower() in source[main_verb + 1 :]:
-                    counts["last word a verb of the object's relative clauses"] += 1
-                else:
-                    counts["last word another verb"] += 1
+                by_depth[depth] = (wrong + (outcome != "exact"), total + 1)
             key = f"{lengths[0]}-{lengths[1]}"
             rows.append(
                 {

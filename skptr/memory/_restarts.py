@@ -18,7 +18,6 @@ several initialisations and keeps the best. The pieces:
 
 from __future__ import annotations
 
-import contextlib
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -391,15 +390,6 @@ def train_run(estimator, data, run, seeds, callbacks=(), reuse=None):
     return candidate
 
 
-@contextlib.contextmanager
-def _scopes(*contexts):
-    """All of ``contexts`` entered at once."""
-    with contextlib.ExitStack() as stack:
-        for context in contexts:
-            stack.enter_context(context)
-        yield
-
-
 def _candidate(estimator, run):
     """A copy of ``estimator`` set to train ``run``."""
     candidate = estimator._shallow_copy()
@@ -475,7 +465,8 @@ def train_population(estimator, data, runs, compiled=None, holders=None):
         compiled,
         int(estimator.epochs) * len(batches),
         data.n_steps,
-        lambda: _scopes(placement.scope(), dtype_policy_scope(view.dtype_policy)),
+        placement,
+        view.dtype_policy,
     )
     watches = [StalledStartWatch(f"member_{k}_loss", stops=False) for k in range(size)]
     losses, shared, sources = training.train(
@@ -515,26 +506,30 @@ class _PopulationTraining:
         Gradient steps of the whole training, for the compile policy.
     length : int
         Longest training stream, in steps, for the compile policy.
-    scope : callable
-        Returns the context in which populations are built (the fit's placement and
-        dtype policy).
+    placement : Placement
+        The fit's placement, in whose scope populations are built.
+    dtype_policy : str or None
+        The dtype policy they are built under.
     """
 
-    def __init__(self, estimator, runs, networks, compiled, n_steps, length, scope):
+    def __init__(
+        self, estimator, runs, networks, compiled, n_steps, length, placement, dtype_policy
+    ):
         self.estimator = estimator
         self.runs = runs
         self.networks = networks
         self.compiled = compiled
         self.n_steps = n_steps
         self.length = length
-        self.scope = scope
+        self.placement = placement
+        self.dtype_policy = dtype_policy
 
     def population(self, members):
         """A compiled population of the ``members`` (indices into the runs), from
         their networks' weights, its optimiser state fresh."""
         members = list(members)
         estimator = self.estimator
-        with self.scope():
+        with self.placement.scope(), dtype_policy_scope(self.dtype_policy):
             population = PopulationNetwork([self.networks[k] for k in members])
         key = tuple(self.runs[k].state_bptt_steps for k in members)
         if key in self.compiled:
