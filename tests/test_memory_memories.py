@@ -14,7 +14,7 @@ from skptr.memory._memories import (
     queue_step,
     stack_step,
 )
-from skptr.memory._network import TransducerNetwork
+from skptr.memory._network import GreedyDecoder, TransducerNetwork
 
 V = np.eye(4, dtype="float32")  # distinguishable unit vectors v1..v4
 
@@ -450,6 +450,27 @@ def test_snapped_decoding_equals_the_continuous_memorys(memory):
     np.testing.assert_array_equal(snapped, over_slots)
     continuous = _snapped_continuous_decode(network, source, 60)
     np.testing.assert_array_equal(snapped, continuous)
+
+
+def test_the_compiled_decoder_runs_the_decoding_once_on_its_first_call(monkeypatch):
+    # An unbuilt wrapper would be run once more outside the compiled function, to
+    # build it (Keras' predict_on_batch on JAX): a whole decoding more.
+    network = TransducerNetwork(3, 3, hidden_size=8, memory_width=4, seed=1)
+    network.build()
+    runs = []
+    decode = TransducerNetwork.decode
+
+    def counted(self, *args, **kwargs):
+        runs.append(args)
+        return decode(self, *args, **kwargs)
+
+    monkeypatch.setattr(TransducerNetwork, "decode", counted)
+    decoder = GreedyDecoder(network, snap_gates=True)
+    decoder.compile(jit_compile=True)
+    source = np.random.default_rng(0).integers(3, 6, size=(4, 7)).astype("int32")
+    first = decoder.predict_on_batch({"source": source, "canvas": np.zeros((4, 8), "int32")})
+    assert len(runs) == 1
+    np.testing.assert_array_equal(first, np.asarray(network.decode(source, 8, snap=True)))
 
 
 def _snapped_continuous_decode(network, source, n_steps):

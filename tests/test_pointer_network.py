@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from skptr.pointer import _decoding
 from skptr.pointer._decoding import PointerDecoder, beam_decode, greedy_decode
 from skptr.pointer._layers import PointerAttention, PointerNetwork, masked_pointer_crossentropy
 
@@ -317,6 +318,26 @@ def test_decoder_model_runs_compiled_and_handles_new_lengths():
     assert outputs["orderings"].shape == (3, 12)
     assert outputs["distributions"].shape == (3, 12, 13)
     _check_valid(outputs["orderings"], lengths, allow_end=False)
+
+
+def test_the_compiled_decoder_runs_the_decoding_once_on_its_first_call(monkeypatch):
+    # An unbuilt wrapper would be run once more outside the compiled function, to
+    # build it (Keras' predict_on_batch on JAX): a whole decoding more.
+    runs = []
+
+    def counted(*args):
+        runs.append(args)
+        return greedy_decode(*args)
+
+    monkeypatch.setattr(_decoding, "greedy_decode", counted)
+    network = _network(hidden_size=8)
+    decoder = PointerDecoder(network)
+    decoder.compile(jit_compile=True)
+    values, lengths = _random_batch(np.random.RandomState(3), [5, 2, 4])
+    outputs = decoder.predict_on_batch({"values": values, "lengths": lengths})
+    assert len(runs) == 1
+    expected = greedy_decode(network, values, lengths)
+    np.testing.assert_array_equal(outputs["orderings"], np.asarray(expected[0]))
 
 
 def test_glimpses_match_their_equation_and_look_at_allowed_positions_only():

@@ -12,7 +12,7 @@ from keras import ops
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .. import _schema
-from .._backend import quiet_retracing
+from .._backend import NetworkWrapper, quiet_retracing
 from .._base import SequenceEstimatorBase
 from .._batches import power_of_two_at_least
 from .._limits import MAX_COUNT, MAX_INITIALISATIONS, MAX_WIDTH
@@ -672,13 +672,12 @@ def _checked_max_steps(max_steps):
 
 
 @keras.saving.register_keras_serializable(package="skptr")
-class _Traces(keras.Model):
+class _Traces(NetworkWrapper):
     """Wraps :meth:`TransducerNetwork.traces` so that ``predict_on_batch`` compiles it."""
 
     def __init__(self, network, snap_gates=False, **kwargs):
         kwargs.setdefault("name", "memory_traces")
-        super().__init__(**kwargs)
-        self.network = network
+        super().__init__(network, **kwargs)
         self.snap_gates = bool(snap_gates)
 
     def call(self, stream):

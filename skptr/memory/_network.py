@@ -20,7 +20,7 @@ from __future__ import annotations
 import keras
 from keras import layers, ops
 
-from .._backend import replica_sum
+from .._backend import NetworkWrapper, replica_sum
 from .._random import SeedStream
 from ._controller import MemoryController
 
@@ -296,7 +296,7 @@ class TokenCrossentropy(keras.losses.Loss):
 
 
 @keras.saving.register_keras_serializable(package="skptr")
-class GreedyDecoder(keras.Model):
+class GreedyDecoder(NetworkWrapper):
     """Wraps :meth:`TransducerNetwork.decode` so that ``predict`` compiles it.
 
     Parameters
@@ -318,8 +318,7 @@ class GreedyDecoder(keras.Model):
     """
 
     def __init__(self, network, snap_gates=False, **kwargs):
-        super().__init__(**kwargs)
-        self.network = network
+        super().__init__(network, **kwargs)
         self.snap_gates = bool(snap_gates)
 
     def call(self, inputs):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
-from .._backend import scan
+from .._backend import NetworkWrapper, scan
 from ._layers import NEGATIVE_LOGIT
 
 __all__ = ["PointerDecoder", "beam_decode", "greedy_decode"]
@@ -221,7 +221,7 @@ def beam_decode(network, values, lengths, beam_width):
 
 
 @keras.saving.register_keras_serializable(package="skptr")
-class PointerDecoder(keras.Model):
+class PointerDecoder(NetworkWrapper):
     """Wrap a :class:`PointerNetwork` so ``predict`` decodes with a compiled loop.
 
     Parameters
@@ -235,8 +235,7 @@ class PointerDecoder(keras.Model):
     """
 
     def __init__(self, network, method="greedy", beam_width=5, **kwargs):
-        super().__init__(**kwargs)
-        self.network = network
+        super().__init__(network, **kwargs)
         self.method = method
         self.beam_width = beam_width
 
