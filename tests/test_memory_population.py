@@ -9,8 +9,9 @@ import pytest
 from skptr import NeuralStackTransducer
 from skptr._random import SeedStream
 from skptr.memory import _restarts as restarts
+from skptr.memory._codec import TransducerCodec
 from skptr.memory._curriculum import STALL_EPOCHS, StalledStartWatch
-from skptr.memory._population import PopulationAdam
+from skptr.memory._population import PopulationAdam, PopulationNetwork
 from skptr.memory._restarts import (
     RestartPlan,
     Run,
@@ -128,6 +129,31 @@ def test_members_go_on_without_one_that_stalled(monkeypatch):
     assert [population.sources[k][1] for k in range(3)] == [0, 1, 1]
 
 
+def test_held_out_scores_of_a_population_are_those_of_each_member_alone(monkeypatch):
+    # The members that did not stall are scored by their population, all at once; each
+    # gets the scores its own network gets (with rounded and soft strengths), and the
+    # member dropped as stalled gets none.
+    monkeypatch.setattr(restarts, "StalledStartWatch", _SecondMemberStalls)
+    estimator, data = _prepared(memory="stack", cell="lstm", epochs=STALL_EPOCHS + 2)
+    runs = [Run(11, 0, 0.0), Run(22, None, 0.5), Run(33, 2, 1.0)]
+    settings = resolve_settings(estimator.get_params())
+    judge = restarts.HeldOutJudge(TransducerCodec.of(estimator), data, settings)
+    with _full_float32_matmuls():
+        population = train_population(estimator, data, runs)
+        together = population.held_out_scores(judge)
+        assert sorted(together) == [0, 2]
+        for k in (0, 2):
+            population.load(k)
+            candidate = population.members[k][0]
+            (rounded,) = judge._scores(candidate, True)
+            (soft,) = judge._scores(candidate, False)
+            assert together[k][0] == rounded
+            assert together[k][1] == soft or (rounded == 1.0 and np.isnan(together[k][1]))
+            outcome = judge.assess(restarts.Outcome(runs[k], candidate, False, np.inf))
+            assert outcome.rounded == rounded
+    assert 0 < sum(score for scores in together.values() for score in scores)
+
+
 def test_population_clips_each_member_gradient_on_its_own():
     # Member 0's gradient has norm 5 (3-4-0): clipped to norm 1; member 1's has norm
     # 0.5: left as it is. One clipping over the whole variable would scale both.
@@ -212,3 +238,38 @@ def test_fit_with_a_population_predicts_and_round_trips(tmp_path):
     # A warm start goes on training the kept network.
     estimator.set_params(warm_start=True, epochs=1).fit(sources, targets)
     assert len(estimator.history_["loss"]) == 3
+
+
+@pytest.mark.parametrize(("memory", "cell"), [("stack", "lstm"), ("deque", "gru")])
+@pytest.mark.parametrize(("snap", "discrete"), [(False, False), (True, False), (True, True)])
+def test_population_decodes_as_each_member_alone(memory, cell, snap, discrete):
+    # Members of both cell-state resets (truncation 0 and None), each with its own
+    # embeddings, controller and read-out, decode one batch of sources as their own
+    # networks do, with soft and rounded strengths, over the continuous memory and the
+    # discrete one.
+    estimator, _ = _prepared(memory=memory, cell=cell)
+    networks = []
+    for seed, steps in [(11, 0), (22, None), (33, 2)]:
+        candidate = restarts._candidate(estimator, Run(seed, steps, 0.0))
+        candidate._record_network_params()
+        networks.append(candidate._new_network(SeedStream(seed).next()))
+    for k, network in enumerate(networks):  # outputs that follow the inputs
+        weights = network.get_weights()
+        shift = np.random.default_rng(k)
+        network.set_weights([w + shift.normal(0, 0.5, w.shape) for w in weights])
+        network.readout.kernel.assign(5.0 * np.asarray(network.readout.kernel))
+        bias = np.zeros(network.readout.bias.shape)
+        bias[0] = -1e4 if k < 2 else 0.0  # the first two never end: every step runs
+        network.readout.bias.assign(bias)
+    population = PopulationNetwork(networks)
+    rng = np.random.default_rng(5)
+    source = rng.integers(3, 7, size=(5, 12)).astype("int32")
+    source[:2, :4] = 0  # left padding
+    with _full_float32_matmuls():
+        together = np.asarray(population.decode(source, 15, snap=snap, discrete=discrete))
+        alone = [np.asarray(n.decode(source, 15, snap=snap, discrete=discrete)) for n in networks]
+    assert together.shape == (3, 5, 15)
+    # Outputs that differ between members and between rows, so that a mix-up shows.
+    assert len({a.tobytes() for a in alone}) > 1
+    assert any(len({row.tobytes() for row in a}) > 1 for a in alone)
+    np.testing.assert_array_equal(together, np.stack(alone))

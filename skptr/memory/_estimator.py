@@ -484,7 +484,14 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         Sources are decoded in batches of similar lengths, padded to a power-of-two
         number of rows and of steps, so that the compiled decoder is reused.
         """
+        return self._decode_by_member(codec, source_ids)[0]
+
+    def _decode_by_member(self, codec, source_ids):
+        """:meth:`_decode` by each member of the network: one, or each member of a
+        population (:class:`~skptr.memory._population.PopulationNetwork`), all in the
+        same calls."""
         snap = self.snap_gates_
+        n_members = getattr(self.network_, "population", 1)
         lengths = np.array([len(s) for s in source_ids])
         order = np.argsort(lengths, kind="stable")
         chunk = self._predict_batch_size()
@@ -495,30 +502,31 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         )
         view._check_memory(
             "decoding",
-            min(chunk, len(source_ids)) * n_steps * view._step_count(1),
+            n_members * min(chunk, len(source_ids)) * n_steps * view._step_count(1),
             longest_stream=n_steps,
             max_output_length=self.max_output_length,
         )
-        outputs = [None] * len(source_ids)
+        outputs = [[None] * len(source_ids) for _ in range(n_members)]
         for start in range(0, len(order), chunk):
-            members = order[start : start + chunk]
-            n_rows = self._inference_rows(len(members), chunk)
-            sources = codec.left_padded([source_ids[i] for i in members], n_rows)
-            limit = codec.output_limit(lengths[members].max(), self.max_output_length)
+            batch = order[start : start + chunk]
+            n_rows = self._inference_rows(len(batch), chunk)
+            sources = codec.left_padded([source_ids[i] for i in batch], n_rows)
+            limit = codec.output_limit(lengths[batch].max(), self.max_output_length)
             canvas = np.zeros((n_rows, power_of_two_at_least(limit + 1)), dtype=np.int32)
             decoder = self._inference_model(
                 ("decoder", snap),
                 lambda network: GreedyDecoder(network, snap_gates=snap),
-                n_rows,
+                n_members * n_rows,
                 sources.shape[1] + canvas.shape[1],
             )
             with quiet_retracing():
                 classes = self._predict_on_batch(
                     decoder, {"source": sources, "canvas": canvas}, n_rows
                 )
-            classes = np.asarray(classes)
-            for row, i in enumerate(members):
-                outputs[i] = codec.output_ids(classes[row], limit)
+            classes = np.asarray(classes).reshape(n_members, n_rows, -1)
+            for by_member, member_classes in zip(outputs, classes, strict=True):
+                for row, i in enumerate(batch):
+                    by_member[i] = codec.output_ids(member_classes[row], limit)
         return outputs
 
     def predict(self, X):

@@ -29,6 +29,7 @@ from keras import ops
 
 from .._backend import DenseGradientAdam
 from ._controller import MemoryController
+from ._network import greedy_decode
 
 __all__ = [
     "MemberLosses",
@@ -157,7 +158,8 @@ class PopulationNetwork(keras.Model):
     -----
     ``call(stream)`` takes one batch of streams (batch, steps), which every member
     reads, and returns the logits of every member, shape (population, batch, steps,
-    classes). Training logs each member's loss as ``member_<k>_loss``.
+    classes); :meth:`decode` decodes one batch of sources by every member. Training
+    logs each member's loss as ``member_<k>_loss``.
     :meth:`load_member` puts a member's weights into a network of its own.
     """
 
@@ -170,6 +172,7 @@ class PopulationNetwork(keras.Model):
         self.n_tokens = template.output_offset + template.n_output_tokens
         self.embedding_dim = template.embedding_dim
         self.hidden_size = template.hidden_size
+        self.output_offset = template.output_offset
         controller = template.controller
         self.controller = PopulationController(
             controller.units,
@@ -262,6 +265,47 @@ class PopulationNetwork(keras.Model):
         kernel = ops.cast(self.readout_kernel, dtype)[:, None]
         bias = ops.cast(self.readout_bias, dtype)[:, None, None, :]
         return ops.cast(ops.matmul(hidden, kernel) + bias, "float32")
+
+    def decode(self, source, n_steps, snap=False, discrete=None):
+        """Greedy decoding of one batch of sources by every member.
+
+        Parameters
+        ----------
+        source, n_steps, snap, discrete
+            As in :meth:`~skptr.memory._network.TransducerNetwork.decode`.
+
+        Returns
+        -------
+        int tensor of shape (population, batch, n_steps)
+            Each member's output classes, as its own network decodes them.
+        """
+        source = ops.cast(source, "int32")
+        n_rows = ops.shape(source)[0]
+        dtype = self.controller.compute_dtype
+        tables = ops.reshape(ops.cast(self.embeddings, dtype), (-1, self.embedding_dim))
+        kernel = ops.cast(self.readout_kernel, dtype)
+        bias = ops.cast(self.readout_bias, dtype)[:, None, :]
+        first_ids = ops.repeat(ops.arange(self.population, dtype="int32") * self.n_tokens, n_rows)
+
+        def embed(ids):
+            offsets = ops.reshape(first_ids, (-1,) + (1,) * (len(ids.shape) - 1))
+            return ops.take(tables, ids + offsets, axis=0)
+
+        def read_out(hidden):
+            grouped = ops.reshape(hidden, (self.population, -1, self.hidden_size))
+            return ops.reshape(ops.matmul(grouped, kernel) + bias, (-1, self.n_classes))
+
+        produced = greedy_decode(
+            self.controller,
+            embed,
+            read_out,
+            self.output_offset,
+            ops.tile(source, (self.population, 1)),
+            n_steps,
+            snap=snap,
+            discrete=discrete,
+        )
+        return ops.reshape(produced, (self.population, n_rows, -1))
 
 
 def _member_token_losses(y_true, y_pred):

@@ -12,7 +12,8 @@ several initialisations and keeps the best. The pieces:
 - :func:`train_run` trains one run, with nothing of the search in it;
   :func:`train_population` trains several side by side, as one population
   (:mod:`~skptr.memory._population`).
-- :class:`HeldOutJudge` scores a trained run on the held-out samples.
+- :class:`HeldOutJudge` scores a trained run on the held-out samples (a population's
+  members all at once).
 - :func:`search_initialisations` ties them together.
 """
 
@@ -425,9 +426,9 @@ def train_population(estimator, data, runs, compiled=None, holders=None):
         of the same truncations reuses one's compiled training step (as
         :func:`train_run` reuses a network's), and the populations made here are added.
     holders : dict, optional
-        The network object that holds the members of each configuration (truncation
-        and cell-state reset) when they are scored, kept across populations so that
-        their compiled decoders are too; filled in where a configuration has none.
+        The network object into which the members of each configuration (truncation
+        and cell-state reset) are loaded when the search reads them, kept across
+        populations; filled in where a configuration has none.
 
     Returns
     -------
@@ -621,8 +622,10 @@ class TrainedPopulation:
     """The members of a trained population, as the search reads them.
 
     Members of one configuration (truncation and cell-state reset) share one network
-    object, as runs trained one after another do, so that their held-out scores reuse
-    its compiled decoder: :meth:`load` puts a member's weights into it.
+    object, as runs trained one after another do: :meth:`load` puts a member's weights
+    into it. Their held-out scores come from the population itself, which decodes the
+    held-out samples by all its members in one call (:meth:`held_out_scores`), so that
+    a population compiles one decoder per rounding, whatever its configurations.
 
     Parameters
     ----------
@@ -642,6 +645,27 @@ class TrainedPopulation:
         """Put member ``k``'s weights into the network its candidate holds."""
         population, index = self.sources[k]
         population.load_member(index, self.members[k][0].network_)
+
+    def held_out_scores(self, judge):
+        """The held-out scores of the members that did not stall, each population
+        decoding all of its members at once (see :meth:`HeldOutJudge.population_scores`).
+
+        Returns
+        -------
+        dict of int to tuple of float
+        """
+        groups = {}
+        for k, (_, watch) in enumerate(self.members):
+            if not watch.stalled:
+                population, index = self.sources[k]
+                groups.setdefault(id(population), (population, {}))[1][index] = k
+        scores = {}
+        for population, members in groups.values():
+            holder = self.members[next(iter(members.values()))][0]._shallow_copy()
+            holder.network_ = population
+            measured = judge.population_scores(holder, list(members))
+            scores.update({members[index]: measured[index] for index in members})
+        return scores
 
 
 class _BestMemberLoss(keras.callbacks.Callback):
@@ -694,18 +718,25 @@ class HeldOutJudge:
         self.targets = [t.tolist() for t in targets]
         self.settings = settings
 
-    def _score(self, candidate, snap):
-        candidate.snap_gates_ = snap
-        predictions = [p.tolist() for p in candidate._decode(self.codec, self.sources)]
-        return _checked_fine_accuracy(self.targets, predictions)
+    def _scores(self, holder, snap):
+        """Fine accuracy on the held-out samples of each member of ``holder``'s network
+        (one, or each member of a population)."""
+        holder.snap_gates_ = snap
+        return [
+            _checked_fine_accuracy(self.targets, [p.tolist() for p in predictions])
+            for predictions in holder._decode_by_member(self.codec, self.sources)
+        ]
 
-    def assess(self, outcome):
+    def assess(self, outcome, scores=None):
         """Fill in ``outcome``'s held-out scores.
 
         Parameters
         ----------
         outcome : Outcome
             A run that did not stall.
+        scores : tuple of float, optional
+            Its scores with rounded and with soft strengths, where they were measured
+            already (:meth:`population_scores`); by default they are measured here.
 
         Returns
         -------
@@ -713,10 +744,13 @@ class HeldOutJudge:
             The same, with ``rounded``, ``score`` and ``snap`` set.
         """
         snap = self.settings.snap
-        rounded = self._score(outcome.candidate, snap)
-        soft = np.nan
-        if rounded < 1.0 and self.settings.may_soften:
-            soft = self._score(outcome.candidate, False)
+        if scores is None:
+            (rounded,) = self._scores(outcome.candidate, snap)
+            soft = np.nan
+            if rounded < 1.0 and self.settings.may_soften:
+                (soft,) = self._scores(outcome.candidate, False)
+        else:
+            rounded, soft = scores
         # Processes that fit together take process 0's scores, so that they all take
         # the same decisions.
         rounded, soft = outcome.candidate._placement().agreed([rounded, soft])
@@ -725,6 +759,22 @@ class HeldOutJudge:
         if soft > outcome.score:
             outcome.score, outcome.snap = float(soft), False
         return outcome
+
+    def population_scores(self, holder, members):
+        """The scores :meth:`assess` takes, of the ``members`` (indices) of the
+        population that ``holder`` holds, all decoded at once (once per rounding).
+
+        Returns
+        -------
+        dict of int to tuple of float
+            Each member's scores with rounded and with soft strengths (NaN where
+            :meth:`assess` would not measure them).
+        """
+        rounded = self._scores(holder, self.settings.snap)
+        soft = [np.nan] * len(rounded)
+        if self.settings.may_soften and any(rounded[k] < 1.0 for k in members):
+            soft = self._scores(holder, False)
+        return {k: (rounded[k], soft[k] if rounded[k] < 1.0 else np.nan) for k in members}
 
 
 def search_initialisations(estimator, data, seeds):
@@ -766,10 +816,11 @@ def search_initialisations(estimator, data, seeds):
     holders = {}  # the network object that holds each configuration's members
     leader = None  # a snapshot of the leading run's network, which later runs may train
     while runs := plan.next_runs(settings.population):
-        load = None
+        load, measured = None, {}
         if len(runs) > 1:
             population = train_population(estimator, training, runs, populations, holders)
             trained, load = population.members, population.load
+            measured = population.held_out_scores(judge)
         else:
             (run,) = runs
             watch = None if plan.retraining else StalledStartWatch()
@@ -789,7 +840,7 @@ def search_initialisations(estimator, data, seeds):
             stalled = watch is not None and watch.stalled
             early_loss = np.inf if watch is None else watch.best_loss
             outcome = Outcome(run, candidate, stalled, early_loss)
-            plan.record(outcome if stalled else judge.assess(outcome))
+            plan.record(outcome if stalled else judge.assess(outcome, measured.get(k)))
             if plan.leader is outcome:
                 leader = _NetworkSnapshot(candidate.network_)
             if plan.done:
