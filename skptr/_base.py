@@ -267,9 +267,24 @@ def _has_batch_hooks(callback):
     )
 
 
-# Compiled inference models per trained network, outside the estimators so that
-# prediction leaves their __dict__ unchanged; entries die with their network.
-_INFERENCE_MODELS = weakref.WeakKeyDictionary()
+_INFERENCE_MODELS_ATTRIBUTE = "_skptr_inference_models"
+
+
+def inference_models(network):
+    """The compiled inference models of a trained network, by key.
+
+    They are kept outside the estimators, so that prediction leaves their
+    ``__dict__`` unchanged, and by the network itself rather than in a mapping keyed
+    by networks: each model holds its network, so such a mapping would keep every
+    network, and its models, alive after its estimator is gone.
+    """
+    models = vars(network).get(_INFERENCE_MODELS_ATTRIBUTE)
+    if models is None:
+        models = {}
+        # Past Keras' attribute tracking: the models are not layers of the network.
+        object.__setattr__(network, _INFERENCE_MODELS_ATTRIBUTE, models)
+    return models
+
 
 # A copy on this process's own device of each network trained over several processes,
 # which inference runs on.
@@ -836,7 +851,7 @@ class SequenceEstimatorBase(BaseEstimator):
         policy = COMPILE_POLICY[keras.backend.backend()]
         jit = policy.inference_jit(self._jit_inference, n_rows, length)
         network = self._inference_network()
-        models = _INFERENCE_MODELS.setdefault(network, {})
+        models = inference_models(network)
         if (key, jit) not in models:
             policy = self.network_params_.get("dtype_policy")
             with self._placement().inference.scope(), dtype_policy_scope(policy):

@@ -13,7 +13,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils._param_validation import InvalidParameterError
 
 from skptr import PointerNetworkOrderer
-from skptr._base import _INFERENCE_MODELS
+from skptr._base import inference_models
 from skptr.datasets import make_convex_hull, make_sorting
 from skptr.metrics import position_accuracy, sequence_accuracy
 
@@ -94,7 +94,7 @@ def test_large_calls_decode_as_small_ones_do(sorter, decode, beam_width):
     np.testing.assert_allclose(whole, pieces, atol=1e-5)
     orderings = np.concatenate([est.predict(X[i : i + 100]) for i in range(0, 1100, 100)])
     np.testing.assert_array_equal(est.predict(X), orderings)
-    compiled = {jit for _, jit in _INFERENCE_MODELS[est.network_]}
+    compiled = {jit for _, jit in inference_models(est.network_)}
     assert compiled == {keras.backend.backend() == "tensorflow", False}
 
 

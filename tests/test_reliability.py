@@ -4,9 +4,11 @@ Each case names what used to go wrong; the file-format cases live in
 ``test_load_validation.py``.
 """
 
+import gc
 import random
 import subprocess
 import sys
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 
 import keras
@@ -263,6 +265,31 @@ def test_memory_trace_refuses_traces_longer_than_max_steps():
         estimator.memory_trace(["ab", "a" * 2000])
     trace = estimator.memory_trace(["ab"], max_steps=8)[0]
     assert trace["strengths"].shape[0] <= 8
+
+
+# ------------------------------------------------------------ 4. memory that is freed
+def test_networks_and_their_decoders_die_with_their_estimators():
+    # The compiled decoders hold their network: kept in a mapping keyed by networks,
+    # they kept every network fitted and used in the process alive (a grid search's
+    # too), and a population's scoring networks with them.
+    X = np.random.default_rng(0).random((40, 5))
+    sources = ["abc", "ab", "cab", "bca"] * 10
+    fits = [
+        (PointerNetworkOrderer, {"hidden_size": 8}, X, np.argsort(X)),
+        (
+            NeuralStackTransducer,
+            {"hidden_size": 8, "n_init": 2, "population": True},
+            sources,
+            [s[::-1] for s in sources],
+        ),
+    ]
+    for cls, params, inputs, targets in fits:
+        est = cls(epochs=1, random_state=0, **params).fit(inputs, targets)
+        est.predict(inputs)
+        network = weakref.ref(est.network_)
+        del est
+        gc.collect()
+        assert network() is None
 
 
 # ------------------------------------------------------------------- 6. quiet output
