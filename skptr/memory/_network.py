@@ -337,8 +337,10 @@ class GreedyDecoder(NetworkWrapper):
 
     Parameters
     ----------
-    network : TransducerNetwork
-        The trained network (its layers are shared, not copied).
+    network : TransducerNetwork or PopulationNetwork
+        The trained network (its layers are shared, not copied); a population's
+        decoder returns the classes of every member (see
+        :meth:`~skptr.memory._population.PopulationNetwork.decode`).
     snap_gates : bool, default=False
         Whether the push and pop strengths are rounded to 0 or 1 while decoding; the
         memory is then the discrete one when the model is compiled with XLA (see
