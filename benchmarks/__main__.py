@@ -324,7 +324,7 @@ def configuration(quick):
             "memories": ["stack", "queue", "deque"],
             "lengths": [1250, 2500, 5000, 10000],
             "soft_lengths": [1250, 2500],
-            "repeats": 2,
+            "repeats": 5,
         },
         "two_devices": {
             "n_train": 4096,
