@@ -251,8 +251,9 @@ def _plot_budget(rows, path):
 
 
 def _budget_cell(scores, metric):
-    """A budget row's score, with the hull's area coverage where it was measured."""
-    text = f"{scores[metric]:.3f}"
+    """A budget row's score, with the hull's area coverage where it was measured; tour
+    ratios to four decimals, since the targets they are held against have three."""
+    text = f"{scores[metric]:.4f}" if metric == "tour_ratio" else f"{scores[metric]:.3f}"
     if "area_coverage" in scores:
         text += f" (area {100 * scores['area_coverage']:.1f} %)"
     return text
@@ -465,7 +466,7 @@ def _budget_headline(data, device):
             values = [row[decoding][metric] for row in rows]
             worst = max(values) if metric == "tour_ratio" else min(values)
             if metric == "tour_ratio":
-                text, worst_text = f"{np.mean(values):.3f}", f"{worst:.3f}"
+                text, worst_text = f"{np.mean(values):.4f}", f"{worst:.4f}"
             else:
                 text, worst_text = f"{100 * np.mean(values):.1f} %", f"{100 * worst:.1f} %"
             if len(values) > 1:
