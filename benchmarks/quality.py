@@ -479,13 +479,23 @@ def _subject_depth(source, main_verb):
     return deepest
 
 
+#: What an SVO-to-SOV output got wrong (:func:`_svo_outcome`), the exact ones first.
+SVO_OUTCOMES = (
+    "exact",
+    "last word a verb of the subject's relative clauses",
+    "last word a verb of the object's relative clauses",
+    "last word another verb",
+    "last word not a verb",
+    "last word missing",
+    "wrong earlier",
+)
+
+
 def _svo_outcome(source, target, output):
     """What an SVO-to-SOV output got wrong, and the nesting depth of its subject.
 
-    Returns one of ``"exact"``, ``"wrong earlier"`` (before the last word) or what the
-    last word is instead of the main verb: ``"last word a verb of the subject's relative
-    clauses"``, ``"... of the object's relative clauses"``, ``"last word another
-    verb"``, ``"last word not a verb"`` or ``"last word missing"``.
+    Returns one of :data:`SVO_OUTCOMES`: ``"exact"``, ``"wrong earlier"`` (before the
+    last word) or what the last word is instead of the main verb.
     """
     main_verb = _main_verb_index(source, target)
     depth = _subject_depth(source, main_verb)
@@ -551,19 +561,7 @@ def svo_errors(config, log):
                 vocab_size=config["vocab_size"],
                 random_state=_test_seed(seed, i),
             )
-            counts = dict.fromkeys(
-                [
-                    "exact",
-                    "right up to the last word",
-                    "last word a verb of the subject's relative clauses",
-                    "last word a verb of the object's relative clauses",
-                    "last word another verb",
-                    "last word not a verb",
-                    "last word missing",
-                    "wrong earlier",
-                ],
-                0,
-            )
+            counts = dict.fromkeys(("right up to the last word", *SVO_OUTCOMES), 0)
             by_depth = {}
             for source, target, output in zip(X_test, y_test, est.predict(X_test), strict=True):
                 outcome, depth = _svo_outcome(list(source), list(target), list(output))

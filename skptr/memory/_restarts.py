@@ -648,7 +648,7 @@ class TrainedPopulation:
 
     def held_out_scores(self, judge):
         """The held-out scores of the members that did not stall, each population
-        decoding all of its members at once (see :meth:`HeldOutJudge.population_scores`).
+        decoding all of its members at once (see :meth:`HeldOutJudge.member_scores`).
 
         Returns
         -------
@@ -663,7 +663,7 @@ class TrainedPopulation:
         for population, members in groups.values():
             holder = self.members[next(iter(members.values()))][0]._shallow_copy()
             holder.network_ = population
-            measured = judge.population_scores(holder, list(members))
+            measured = judge.member_scores(holder, list(members))
             scores.update({members[index]: measured[index] for index in members})
         return scores
 
@@ -736,7 +736,7 @@ class HeldOutJudge:
             A run that did not stall.
         scores : tuple of float, optional
             Its scores with rounded and with soft strengths, where they were measured
-            already (:meth:`population_scores`); by default they are measured here.
+            already (:meth:`member_scores`); by default they are measured here.
 
         Returns
         -------
@@ -744,13 +744,7 @@ class HeldOutJudge:
             The same, with ``rounded``, ``score`` and ``snap`` set.
         """
         snap = self.settings.snap
-        if scores is None:
-            (rounded,) = self._scores(outcome.candidate, snap)
-            soft = np.nan
-            if rounded < 1.0 and self.settings.may_soften:
-                (soft,) = self._scores(outcome.candidate, False)
-        else:
-            rounded, soft = scores
+        rounded, soft = self.member_scores(outcome.candidate, [0])[0] if scores is None else scores
         # Processes that fit together take process 0's scores, so that they all take
         # the same decisions.
         rounded, soft = outcome.candidate._placement().agreed([rounded, soft])
@@ -760,15 +754,16 @@ class HeldOutJudge:
             outcome.score, outcome.snap = float(soft), False
         return outcome
 
-    def population_scores(self, holder, members):
-        """The scores :meth:`assess` takes, of the ``members`` (indices) of the
-        population that ``holder`` holds, all decoded at once (once per rounding).
+    def member_scores(self, holder, members):
+        """The scores :meth:`assess` takes, of the ``members`` (indices) of the network
+        ``holder`` holds (member 0 of a single network, or members of a population, all
+        decoded at once, once per rounding).
 
         Returns
         -------
         dict of int to tuple of float
-            Each member's scores with rounded and with soft strengths (NaN where
-            :meth:`assess` would not measure them).
+            Each member's scores with rounded strengths and, where they may be kept and
+            rounding is not exact, with soft ones (else NaN).
         """
         rounded = self._scores(holder, self.settings.snap)
         soft = [np.nan] * len(rounded)
