@@ -179,6 +179,90 @@ def test_gradients_reach_push_pop_and_values(kind):
     assert np.abs(np.asarray(grads[2])[0]).max() > 1e-4
 
 
+@pytest.mark.parametrize("kind", ["stack", "queue", "deque"])
+def test_reads_through_the_final_values_have_the_same_value_and_gradients(kind):
+    ends = 2 if kind == "deque" else 1
+    n_steps = 5
+    rng = np.random.RandomState(1)
+    pushes = rng.uniform(0.2, 0.9, (n_steps, 2, ends)).astype("float32")
+    pops = rng.uniform(0.1, 0.8, (n_steps, 2, ends)).astype("float32")
+    vals = rng.uniform(-1, 1, (n_steps, 2, ends, 3)).astype("float32")
+    weights = rng.normal(size=(n_steps, 2, ends * 3)).astype("float32")
+
+    def loss(pushes, pops, vals, final_values=None):
+        values, strengths = initial_memory(kind, 2, n_steps, 3)
+        total = 0.0
+        for t in range(n_steps):
+            values, strengths, read = memory_step(
+                kind, values, strengths, pushes[t], pops[t], vals[t], t, final_values
+            )
+            total += ops.sum(read * read * weights[t])
+        return total, values
+
+    _, final_values = loss(pushes, pops, vals)
+    final_values = np.asarray(final_values)
+    expected = _gradients(lambda *a: loss(*a)[0], pushes, pops, vals)
+    through_final = _gradients(lambda *a: loss(*a, final_values)[0], pushes, pops, vals)
+    for name, want, got in zip(["push", "pop", "value"], expected, through_final, strict=True):
+        assert np.abs(want).max() > 1e-3, name
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=name)
+    np.testing.assert_allclose(
+        float(loss(pushes, pops, vals, final_values)[0]), float(loss(pushes, pops, vals)[0])
+    )
+
+
+@pytest.mark.parametrize(("memory", "bptt"), [("stack", None), ("queue", 0), ("deque", 2)])
+def test_long_training_calls_have_the_gradients_of_one_run(monkeypatch, memory, bptt):
+    from skptr.memory import _controller
+
+    keras.utils.set_random_seed(0)
+    controller = MemoryController(5, memory=memory, memory_width=3, state_bptt_steps=bptt)
+    controller.build((None, None, 2))
+    n_steps = _controller.TWO_RUNS_MIN_STEPS + 3
+    inputs = np.random.RandomState(2).normal(size=(2, n_steps, 2)).astype("float32")
+    mask = np.ones((2, n_steps), bool)
+    mask[1, :7] = False  # a left-padded row
+    targets = np.random.RandomState(3).normal(size=(2, n_steps, 5)).astype("float32")
+    variables = controller.trainable_variables
+
+    def loss_and_gradients():
+        if keras.backend.backend() == "jax":
+            import jax
+
+            def of(values):
+                frozen = [v.value for v in controller.non_trainable_variables]
+                out, _ = controller.stateless_call(
+                    values, frozen, inputs, mask=mask, training=True
+                )
+                return ops.sum((out - targets) ** 2)
+
+            value, grads = jax.value_and_grad(of)([v.value for v in variables])
+        else:
+            import tensorflow as tf
+
+            with tf.GradientTape() as tape:
+                value = ops.sum((controller(inputs, mask=mask, training=True) - targets) ** 2)
+            grads = tape.gradient(value, variables)
+        return float(value), [np.asarray(g) for g in grads]
+
+    runs = []
+    original = MemoryController._final_values
+    monkeypatch.setattr(
+        MemoryController,
+        "_final_values",
+        lambda self, *a: runs.append(original(self, *a)) or runs[-1],
+    )
+    value, grads = loss_and_gradients()
+    two_runs = keras.backend.backend() == "jax"
+    assert (runs[0] is not None) == two_runs
+    monkeypatch.setattr(_controller, "TWO_RUNS_MIN_STEPS", n_steps + 1)
+    one_run_value, one_run_grads = loss_and_gradients()
+    assert runs[-1] is None
+    np.testing.assert_allclose(value, one_run_value, rtol=1e-6)
+    for variable, got, want in zip(variables, grads, one_run_grads, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=variable.path)
+
+
 def test_stack_has_no_fixed_length():
     # 300 full pushes, then 299 full pops: the read walks back down to the first value.
     n = 300

@@ -66,10 +66,33 @@ def _remove(strengths, amount, covering):
     return ops.relu(strengths - ops.relu(amount[:, None] - covering))
 
 
-def _read(values, strengths, covering):
-    """Weighted sum of the slots holding the first 1.0 of strength from one end."""
+def _read(values, strengths, covering, final_values=None):
+    """Weighted sum of the slots holding the first 1.0 of strength from one end.
+
+    With ``final_values`` the read is that of :func:`_read_with_final_values`.
+    """
     weights = ops.minimum(strengths, ops.relu(1.0 - covering))
-    return ops.einsum("bn,bnw->bw", weights, values)
+    if final_values is None:
+        return ops.einsum("bn,bnw->bw", weights, values)
+    return _read_with_final_values(weights, values, final_values)
+
+
+def _read_with_final_values(weights, values, final_values):
+    """The read ``weights @ values``, differentiated without the step's ``values``.
+
+    ``final_values`` is the values buffer at the end of the sequence, from an earlier
+    run of the same steps. It holds the step's vectors in the slots written so far,
+    and the other slots have zero weight, so the read's value is the same. Its gradient
+    splits in two: towards the weights through ``final_values``, a constant of the
+    loop, and towards the values with the weights held fixed, which needs the weights
+    only. (The gradient that reaches the zero weights of unwritten slots stops where
+    their zero strengths come from: a ``relu`` of a number at most 0.) Differentiating
+    ``weights @ values`` directly would keep a copy of the whole buffer for every step,
+    which grows with the square of the sequence length.
+    """
+    through_weights = ops.einsum("bn,bnw->bw", weights, ops.stop_gradient(final_values))
+    through_values = ops.einsum("bn,bnw->bw", ops.stop_gradient(weights), values)
+    return through_weights + (through_values - ops.stop_gradient(through_values))
 
 
 def _write(values, strengths, slot, push, value):
@@ -77,7 +100,7 @@ def _write(values, strengths, slot, push, value):
     return write_slot(values, slot, value), write_slot(strengths, slot, push)
 
 
-def stack_step(values, strengths, push, pop, value, step):
+def stack_step(values, strengths, push, pop, value, step, final_values=None):
     """One step of the neural stack: pop, then push, then read the top.
 
     Implements equations (1)-(3) of Grefenstette et al. (2015): the pop removes ``pop``
@@ -99,6 +122,10 @@ def stack_step(values, strengths, push, pop, value, step):
         Vector ``v_t`` to push.
     step : int or scalar int tensor
         Time step ``t`` (from 0); the push goes to slot ``step``.
+    final_values : tensor of shape (batch, n_slots, width), optional
+        The values buffer after the last step of an earlier run of the same steps.
+        The read is then the same, but its gradient needs no copy of ``values`` per
+        step (see :func:`_read_with_final_values`).
 
     Returns
     -------
@@ -109,10 +136,11 @@ def stack_step(values, strengths, push, pop, value, step):
     """
     strengths = _remove(strengths, pop, _strength_above(strengths))
     values, strengths = _write(values, strengths, step, push, value)
-    return values, strengths, _read(values, strengths, _strength_above(strengths))
+    covering = _strength_above(strengths)
+    return values, strengths, _read(values, strengths, covering, final_values)
 
 
-def queue_step(values, strengths, push, pop, value, step):
+def queue_step(values, strengths, push, pop, value, step, final_values=None):
     """One step of the neural queue: pop from the front, push at the back, read the front.
 
     Implements equations (4)-(5) of Grefenstette et al. (2015). Arguments and return
@@ -133,6 +161,10 @@ def queue_step(values, strengths, push, pop, value, step):
         Vector ``v_t`` to enqueue.
     step : int or scalar int tensor
         Time step ``t`` (from 0); the push goes to slot ``step``.
+    final_values : tensor of shape (batch, n_slots, width), optional
+        The values buffer after the last step of an earlier run of the same steps.
+        The read is then the same, but its gradient needs no copy of ``values`` per
+        step (see :func:`_read_with_final_values`).
 
     Returns
     -------
@@ -143,10 +175,11 @@ def queue_step(values, strengths, push, pop, value, step):
     """
     strengths = _remove(strengths, pop, _strength_below(strengths))
     values, strengths = _write(values, strengths, step, push, value)
-    return values, strengths, _read(values, strengths, _strength_below(strengths))
+    covering = _strength_below(strengths)
+    return values, strengths, _read(values, strengths, covering, final_values)
 
 
-def deque_step(values, strengths, push, pop, value, step):
+def deque_step(values, strengths, push, pop, value, step, final_values=None):
     """One step of the neural double-ended queue.
 
     Implements equations (6)-(11) of Grefenstette et al. (2015): both ends pop from the
@@ -169,6 +202,8 @@ def deque_step(values, strengths, push, pop, value, step):
         Vectors to push at the top and at the bottom.
     step : int or scalar int tensor
         Time step ``t`` (from 0).
+    final_values : tensor of shape (batch, n_slots, width), optional
+        As in :func:`stack_step`.
 
     Returns
     -------
@@ -184,8 +219,8 @@ def deque_step(values, strengths, push, pop, value, step):
     step = ops.cast(step, "int32")
     values, strengths = _write(values, strengths, middle + step, push[:, 0], value[:, 0])
     values, strengths = _write(values, strengths, middle - 1 - step, push[:, 1], value[:, 1])
-    read_top = _read(values, strengths, _strength_above(strengths))
-    read_bottom = _read(values, strengths, _strength_below(strengths))
+    read_top = _read(values, strengths, _strength_above(strengths), final_values)
+    read_bottom = _read(values, strengths, _strength_below(strengths), final_values)
     return values, strengths, ops.concatenate([read_top, read_bottom], axis=-1)
 
 
@@ -277,7 +312,7 @@ def initial_memory(kind, batch_size, n_steps, width, dtype="float32"):
     return values, strengths
 
 
-def memory_step(kind, values, strengths, push, pop, value, step):
+def memory_step(kind, values, strengths, push, pop, value, step, final_values=None):
     """Run one step of the memory ``kind``.
 
     Parameters
@@ -292,6 +327,10 @@ def memory_step(kind, values, strengths, push, pop, value, step):
         Vectors to push, one per end.
     step : int or scalar int tensor
         Time step (from 0).
+    final_values : tensor of shape (batch, n_slots, width), optional
+        The values buffer after the last step of an earlier run of the same steps,
+        for a read whose gradient keeps no copy of the buffer per step (see
+        :func:`stack_step`).
 
     Returns
     -------
@@ -300,8 +339,8 @@ def memory_step(kind, values, strengths, push, pop, value, step):
     """
     _check_kind(kind)
     if kind == "deque":
-        return deque_step(values, strengths, push, pop, value, step)
-    return _STEPS[kind](values, strengths, push[:, 0], pop[:, 0], value[:, 0], step)
+        return deque_step(values, strengths, push, pop, value, step, final_values)
+    return _STEPS[kind](values, strengths, push[:, 0], pop[:, 0], value[:, 0], step, final_values)
 
 
 def _check_kind(kind):
