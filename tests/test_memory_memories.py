@@ -245,13 +245,14 @@ def test_long_training_calls_have_the_gradients_of_one_run(monkeypatch, memory, 
             grads = tape.gradient(value, variables)
         return float(value), [np.asarray(g) for g in grads]
 
-    runs = []
+    runs = []  # what each training call's first run returned (None: no first run)
     original = MemoryController._final_values
-    monkeypatch.setattr(
-        MemoryController,
-        "_final_values",
-        lambda self, *a: runs.append(original(self, *a)) or runs[-1],
-    )
+
+    def recorded(self, *args):
+        runs.append(original(self, *args))
+        return runs[-1]
+
+    monkeypatch.setattr(MemoryController, "_final_values", recorded)
     value, grads = loss_and_gradients()
     two_runs = keras.backend.backend() == "jax"
     assert (runs[0] is not None) == two_runs
