@@ -34,7 +34,8 @@ def attention_preset(changes=None):
     Parameters
     ----------
     changes : dict, optional
-        Hyperparameters to set; each but ``num_layers`` is named in the name.
+        Hyperparameters to set; each is named in the name, ``num_layers`` only when
+        it is not the preset's two blocks.
 
     Returns
     -------
@@ -47,7 +48,10 @@ def attention_preset(changes=None):
     name = "attention, cycle"
     for key, value in (changes or {}).items():
         preset[key] = value
-        if key != "num_layers":
+        if key == "num_layers":
+            if value != 2:
+                name += f", {value} block" + ("s" if value > 1 else "")
+        else:
             name += ", " + _CHANGE_NAMES.get(key, key + "={}").format(value)
     return name, preset
 
