@@ -212,7 +212,6 @@ def configuration(quick):
                 "lengths": (2, 8),
                 "epochs": 1,
                 "n_inits": [1, 2],
-                "populations": [False, True],
                 "repeats": 1,
             },
             "sklearn_overhead": {
@@ -349,7 +348,6 @@ def configuration(quick):
             "lengths": (2, 16),
             "epochs": 3,
             "n_inits": [1, 8],
-            "populations": [False, True],
             "repeats": 1,
         },
         "sklearn_overhead": {

@@ -967,8 +967,8 @@ def _gpu_blocks(data):
                 "each. One after another, the eight runs share the compiled step, and "
                 "each costs little beside "
                 "the first fit's compiling. Side by side, as one population "
-                "(`population=True`), compiling the population's step costs more than "
-                "the runs it saves. " + gpu["transducer_restarts.jax"].get("note", "")
+                "(the removed `population=True`), compiling the population's step cost "
+                "more than the runs it saved. " + gpu["transducer_restarts.jax"].get("note", "")
             )
         )
         blocks.append(_restarts_table(gpu["transducer_restarts.jax"]["results"]))
@@ -1269,8 +1269,8 @@ def build_blocks(data, run):
                 "initialisation can learn, so that every one runs to the end "
                 "(`gate_noise_start=0.6`: `n_init` runs, not up to twice as many). With more "
                 "than one, each run trains on 90 % of the samples and is scored on the rest. "
-                "The runs train one after another (the default) or side by side as one "
-                "batched population (`population=True`), in the same process. With several "
+                "The runs train one after another; rows marked side by side were trained "
+                "as one batched population by the since removed `population=True`. With several "
                 "repeats, the configurations take turns, the table gives the median fit and "
                 "the range in brackets, and the ratio is that of the medians; a JAX process "
                 "compiles each step once, so only its first repeat compiles."

@@ -358,22 +358,20 @@ def transducer_restarts(config, log):
     The targets are random token strings, unrelated to the sources, so no
     initialisation predicts the held-out samples exactly and every one of ``n_init``
     runs to the end: the ratio is the whole cost of the search. ``gate_noise_start`` is
-    fixed, so that ``n_init`` runs are tried (not up to twice as many). Each ``n_init``
-    above one is fitted with each ``population`` setting: one run after another
-    (``False``), side by side (``True``), or as ``"auto"`` decides.
+    fixed, so that ``n_init`` runs are tried (not up to twice as many).
 
     Parameters
     ----------
     config : dict
         ``n_samples``, ``lengths`` (the shortest and longest source), ``epochs``,
-        ``n_inits`` (the first is the reference), ``populations`` and ``repeats``.
+        ``n_inits`` (the first is the reference) and ``repeats``.
     log : callable
         Progress printer.
 
     Returns
     -------
     list of dict
-        One row per ``n_init`` and ``population``: median fit seconds, runs tried and
+        One row per ``n_init``: median fit seconds, runs tried and
         the ratio to the first ``n_init``.
     """
     transducer = _transducer_class()
@@ -386,46 +384,35 @@ def transducer_restarts(config, log):
     ]
     targets = ["".join(rng.choice(alphabet, rng.integers(low, high + 1))) for _ in sources]
     first = config["n_inits"][0]
-    fits = [(first, False)] + [
-        (n_init, population)
-        for n_init in config["n_inits"][1:]
-        for population in config.get("populations", ["auto"])
-    ]
-    seconds = {fit: [] for fit in fits}
-    tried, together = {}, {}
+    seconds = {n_init: [] for n_init in config["n_inits"]}
+    tried = {}
     for _ in range(config["repeats"]):
-        for n_init, population in fits:
+        for n_init in config["n_inits"]:
             est = transducer(
                 n_init=n_init,
                 epochs=config["epochs"],
                 gate_noise_start=0.6,
-                population=population,
                 random_state=0,
             )
             with Stopwatch() as watch:
                 est.fit(sources, targets)
-            seconds[n_init, population].append(watch.elapsed)
-            tried[n_init, population] = max(1, len(est.init_scores_))
-            together[n_init, population] = resolve_settings(est.get_params()).population
-            log(
-                f"restarts: n_init={n_init}, population={population} fit in "
-                f"{watch.elapsed:.1f} s, {tried[n_init, population]} runs"
-            )
-    reference = float(np.median(seconds[first, False]))
+            seconds[n_init].append(watch.elapsed)
+            tried[n_init] = max(1, len(est.init_scores_))
+            log(f"restarts: n_init={n_init} fit in {watch.elapsed:.1f} s, {tried[n_init]} runs")
+    reference = float(np.median(seconds[first]))
     return [
         {
             "backend": keras.backend.backend(),
             "n_init": n_init,
-            "population": together[n_init, population] and n_init > 1,
-            "runs": tried[n_init, population],
+            "runs": tried[n_init],
             "n_samples": config["n_samples"],
             "lengths": list(config["lengths"]),
             "epochs": config["epochs"],
-            "fit_s": float(np.median(seconds[n_init, population])),
-            "ratio": float(np.median(seconds[n_init, population])) / reference,
-            "fit_seconds": seconds[n_init, population],
+            "fit_s": float(np.median(seconds[n_init])),
+            "ratio": float(np.median(seconds[n_init])) / reference,
+            "fit_seconds": seconds[n_init],
         }
-        for n_init, population in fits
+        for n_init in config["n_inits"]
     ]
 
 
