@@ -57,48 +57,62 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
     orderings. Targets may be full permutations (sorting, TSP tours) or ordered subsets
     (convex hull vertices); for subsets the network also learns when to stop.
 
+    Read more in the :ref:`User Guide <pointer_networks>`, which recommends settings
+    per kind of problem.
+
     Parameters
     ----------
     hidden_size : int, default=128
         Units of each recurrent layer (per direction) and of the element embedding.
+        32-64 suffice to sort a few numbers; 128-256 suit convex hulls and tours.
     cell : {"lstm", "gru", "rnn"}, default="lstm"
-        Recurrent cell of encoder and decoder.
+        Recurrent cell of encoder and decoder. ``"gru"`` is a little faster;
+        ``"rnn"`` only suits very short sequences.
     bidirectional : bool, default=True
-        Whether the recurrent encoder reads the input in both directions.
+        Whether the recurrent encoder reads the input in both directions. Set it to
+        False when training under a time budget: a step then costs about half as much
+        (see :ref:`pointer_time_budget`). Ignored by ``encoder="attention"``.
     num_layers : int, default=1
         Number of stacked recurrent layers in encoder and decoder (with
         ``encoder="attention"``: of self-attention blocks in the encoder, and of
-        recurrent layers in the decoder).
+        recurrent layers in the decoder; 2 is the recommended depth there).
     encoder : {"recurrent", "attention"}, default="recurrent"
         How the input is read. ``"recurrent"`` runs recurrent layers of ``cell`` over
-        it in order. ``"attention"`` embeds each element and runs ``num_layers``
-        multi-head self-attention blocks with no positional information, so that
-        only the set of elements matters: permuting the input permutes the
-        encodings alike, and the decoder starts from their mean (Kool et al. 2019).
-        For inputs whose order means nothing (points of a convex hull, cities of a
-        tour). The decoder is the same recurrent pointer decoder either way.
+        it in order: use it where the input order carries meaning. ``"attention"``
+        embeds each element and runs ``num_layers`` multi-head self-attention blocks
+        with no positional information, so that only the set of elements matters:
+        permuting the input permutes the encodings alike, and the decoder starts from
+        their mean (Kool et al. 2019). Use it for sets, such as the points of a convex
+        hull or the cities of a tour (see :ref:`pointer_settings`). The decoder is
+        the same recurrent pointer decoder either way.
     n_heads : int, default=8
         Attention heads per block of the attention encoder, each
         ``max(1, hidden_size // n_heads)`` wide.
     attention : {"additive", "dot", "general"}, default="additive"
         Pointer scorer: ``vᵀ tanh(W1 e_j + W2 d_i)``, ``d_iᵀ e_j`` or ``d_iᵀ W e_j``.
         The last two score all positions with one matrix product, where the first
-        computes a ``tanh`` for every pair of step and position: cheaper epochs, which
-        paid under a CPU time budget on tours of 20 cities but not on convex hulls,
-        where the additive scorer learns more per epoch (see the user guide).
+        computes a ``tanh`` for every pair of step and position, so their epochs are
+        cheaper. Choose ``"general"`` when training runs many short epochs (tours
+        under a CPU time budget); keep ``"additive"``, which learns more per epoch,
+        for convex hulls and for long training (see :ref:`pointer_networks`).
     n_glimpses : int, default=0
         Glimpses before each pointing step (Bello et al. 2016): a second scorer of the
         same kind attends over the positions still allowed, and the weighted mean of
         their encodings replaces the decoder state as the pointer's query, so that
         each position is compared with a summary of those left. Each glimpse costs
-        about one more attention per step. On convex hulls of 10 points one glimpse
-        learned more slowly per epoch than none (see the user guide).
+        about one more attention per step. Keep 0 unless a comparison on your data
+        says otherwise (see :ref:`pointer_settings`).
     dropout : float, default=0.0
-        Dropout on the embedding, between layers and on decoder outputs (training only).
+        Dropout on the embedding, between layers and on decoder outputs (training
+        only); 0.1-0.3 when the training set is small.
     decode : {"greedy", "beam"}, default="greedy"
-        Decoding used by ``predict``, ``predict_proba`` and ``score``.
+        Decoding used by ``predict``, ``predict_proba`` and ``score``. ``"beam"``
+        helps where an early choice constrains later ones, as on tours; it can be
+        switched after fitting with ``set_params``.
     beam_width : int, default=5
-        Hypotheses kept per sample when ``decode="beam"``.
+        Hypotheses kept per sample when ``decode="beam"``. Beam search ranks
+        orderings by the model's likelihood, not by their cost: a width of 3 is
+        usually enough.
     cycle : {None, "directed", "undirected"}, default=None
         Declares that each target is a cycle, so that its rotations are the same
         answer (``"directed"``: a convex hull in counter-clockwise order) and, with
@@ -111,24 +125,23 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         smallest index (for ``"undirected"``, towards its smaller-indexed neighbour),
         the format of :func:`~skptr.datasets.make_convex_hull` and
         :func:`~skptr.datasets.make_tsp`, and ``score`` compares cycles in that form,
-        whatever rotation the targets are given in. On convex hulls of 10 points,
-        ``"directed"`` raised the exact hulls after 4 epochs from 0.72 to 0.82 (see the
-        user guide).
+        whatever rotation the targets are given in. Declare it whenever the targets
+        are cycles: it costs nothing per epoch and helps more than any other setting
+        (see :ref:`pointer_cycles`).
     epochs : int, default=20
         Passes over the training data.
     batch_size : int, default=128
-        Sequences per gradient step.
+        Sequences per gradient step; larger batches use a GPU better.
     learning_rate : float, default=3e-3
-        Step size of the Adam optimiser.
+        Step size of the Adam optimiser; lower it to 1e-3 if the loss oscillates.
     learning_rate_decay : float, default=1.0
         Factor by which the step size shrinks after every epoch: epoch ``k``, counted
         from the first ``fit`` and on across warm starts, trains at ``learning_rate *
         learning_rate_decay ** k`` (so a warm start also takes up a ``learning_rate``
         changed by ``set_params``). The default keeps the step size constant. Under a
-        time budget of many short epochs a decay pays: on convex hulls of 10 points,
-        300 s of training with ``bidirectional=False`` (17 epochs of 100,000) reached
-        0.77 exact hulls with ``learning_rate_decay=0.87`` and 0.71 without (see the
-        user guide).
+        time budget, choose it so that the step size falls about tenfold over the
+        epochs that fit (``learning_rate_decay ** n_epochs`` near 0.1; see
+        :ref:`pointer_time_budget`).
     clipnorm : float or None, default=1.0
         Maximum gradient norm.
     validation_fraction : float, default=0.0
@@ -160,12 +173,14 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         of which runs the same ``fit`` with the same integer ``random_state``. Every
         batch is split over the replicas, so ``batch_size`` (a multiple of their
         number) stays the global batch size. Pickles and files store an object as
-        None. See the user guide's page "Scaling out".
+        None. See :doc:`/user_guide/scaling_out`.
     dtype_policy : {"float32", "mixed_bfloat16", "mixed_float16"} or None, default=None
         The Keras dtype policy of the network: ``"mixed_bfloat16"`` and
         ``"mixed_float16"`` compute in 16-bit floats with float32 weights (and loss
-        scaling for float16), which GPUs run faster; the pointer scores and the
-        memory are float32 under every policy. None: Keras' global policy
+        scaling for float16); the pointer scores are float32 under every policy.
+        Use ``"mixed_bfloat16"`` on GPUs, and with the attention encoder on a CPU with
+        TensorFlow, where it shortens epochs at the same accuracy (see
+        :ref:`pointer_settings`). None: Keras' global policy
         (``keras.config.dtype_policy()``) when ``fit`` starts.
 
     Attributes
