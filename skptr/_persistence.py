@@ -609,8 +609,10 @@ def _load_from(archive, path):
     if name not in ESTIMATOR_CLASSES:
         raise ValueError(f"{path} names an unknown estimator class {name!r}.")
     cls = getattr(import_module(ESTIMATOR_CLASSES[name]), name)
+    # Hyperparameters written by earlier versions, in the estimator's current terms.
+    current = getattr(cls, "_params_saved_before", dict)
     estimator = _checked_estimator(
-        cls, _decoded(metadata["params"], "hyperparameters", path), path
+        cls, current(_decoded(metadata["params"], "hyperparameters", path)), path
     )
     has_network = metadata["has_network"]
     entries = dict(metadata["state"])
@@ -620,7 +622,10 @@ def _load_from(archive, path):
         entries.setdefault("network_params_", {"__dict__": fitted})
     state = _checked_state(cls, entries, has_network, path)
     if has_network:
-        state["network_params_"] = {**cls._network_params_before, **state["network_params_"]}
+        state["network_params_"] = {
+            **cls._network_params_before,
+            **current(state["network_params_"]),
+        }
         _checked_network_params(estimator, state["network_params_"], path)
     estimator.__dict__.update(state)
     if has_network:

@@ -167,6 +167,43 @@ def test_pickle_joblib_and_save_round_trips(fitted, reversal_data, tmp_path):
         np.testing.assert_array_equal(other.predict(X[:40]), expected)
 
 
+def _saved_before(path, target, params):
+    """A copy of the skptr file ``path`` whose stored hyperparameters are updated with
+    ``params``, as an earlier version wrote them."""
+    import json
+    import zipfile
+
+    with zipfile.ZipFile(path) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    metadata = json.loads(members["skptr.json"])
+    metadata["params"].update(params)
+    members["skptr.json"] = json.dumps(metadata).encode()
+    with zipfile.ZipFile(target, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return target
+
+
+@pytest.mark.parametrize("population", [False, True])
+def test_files_and_pickles_with_the_removed_population_load(
+    fitted, reversal_data, tmp_path, population
+):
+    # population only changed how the initialisations were trained: the network a
+    # fit kept with it is an ordinary one, so the key is dropped when read.
+    X, _ = reversal_data
+    expected = fitted.predict(X[:20])
+    fitted.save(tmp_path / "now.skptr")
+    old = _saved_before(
+        tmp_path / "now.skptr", tmp_path / "before.skptr", {"population": population}
+    )
+    state = {**fitted.__getstate__(), "population": population}
+    unpickled = object.__new__(NeuralStackTransducer)
+    unpickled.__setstate__(state)
+    for loaded in (skptr.load(old), unpickled):
+        assert "population" not in loaded.get_params() and "population" not in vars(loaded)
+        np.testing.assert_array_equal(loaded.predict(X[:20]), expected)
+
+
 def test_queue_with_gate_noise_round_trips(tmp_path):
     import skptr
 

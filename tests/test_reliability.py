@@ -271,14 +271,14 @@ def test_memory_trace_refuses_traces_longer_than_max_steps():
 def test_networks_and_their_decoders_die_with_their_estimators():
     # The compiled decoders hold their network: kept in a mapping keyed by networks,
     # they kept every network fitted and used in the process alive (a grid search's
-    # too), and a population's scoring networks with them.
+    # too), and a restart search's networks with them.
     X = np.random.default_rng(0).random((40, 5))
     sources = ["abc", "ab", "cab", "bca"] * 10
     fits = [
         (PointerNetworkOrderer, {"hidden_size": 8}, X, np.argsort(X)),
         (
             NeuralStackTransducer,
-            {"hidden_size": 8, "n_init": 2, "population": True},
+            {"hidden_size": 8, "n_init": 2},
             sources,
             [s[::-1] for s in sources],
         ),

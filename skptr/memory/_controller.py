@@ -279,26 +279,6 @@ class MemoryController(keras.layers.Layer):
             state = (*state, *memory, read)
         return state
 
-    def _affine(self, inputs, kernel, bias):
-        """``inputs @ kernel + bias`` for a batch of step inputs (batch, features)."""
-        return ops.matmul(inputs, kernel) + bias
-
-    def _new_cell_state(self, input_gate, forget_gate, candidate, cell_state):
-        """The LSTM's new cell state (from zero with ``reset_cell_state``)."""
-        if self.reset_cell_state:
-            return input_gate * candidate
-        return forget_gate * cell_state + input_gate * candidate
-
-    def _training_noise(self, batch_size, n_steps):
-        """The gate noise of a training call, shape (batch, steps, 2 * ends)."""
-        noise = replica_rows(
-            lambda shape: keras.random.normal(
-                shape, dtype=self.compute_dtype, seed=self.seed_generator
-            ),
-            (batch_size, n_steps, 2 * self.n_ends),
-        )
-        return noise * (self.gate_noise * ops.cast(self.gate_noise_scale, noise.dtype))
-
     def step(
         self,
         state,
@@ -350,14 +330,14 @@ class MemoryController(keras.layers.Layer):
         """
         h_prev = state[0]
         parts = [inputs, state[-1], h_prev] if self.memory is not None else [inputs, h_prev]
-        z = self._affine(ops.concatenate(parts, axis=-1), weights["kernel"], weights["bias"])
+        z = ops.matmul(ops.concatenate(parts, axis=-1), weights["kernel"]) + weights["bias"]
         units = self.units
         if self.cell == "lstm":
             i = ops.sigmoid(z[:, :units])
             f = ops.sigmoid(z[:, units : 2 * units])
             g = ops.tanh(z[:, 2 * units : 3 * units])
             o = ops.sigmoid(z[:, 3 * units :])
-            c = self._new_cell_state(i, f, g, state[1])
+            c = i * g if self.reset_cell_state else f * state[1] + i * g
             h = o * ops.tanh(c)
             new_state = (h, c)
         elif self.cell == "gru":
@@ -373,7 +353,7 @@ class MemoryController(keras.layers.Layer):
         trace = ()
         if self.memory is not None:
             k = self.n_ends
-            heads = self._affine(h, weights["head_kernel"], weights["head_bias"])
+            heads = ops.matmul(h, weights["head_kernel"]) + weights["head_bias"]
             if noise is not None:
                 heads = ops.concatenate([heads[:, : 2 * k] + noise, heads[:, 2 * k :]], axis=-1)
             push = ops.sigmoid(heads[:, :k])
@@ -502,7 +482,13 @@ class MemoryController(keras.layers.Layer):
         state = self.get_initial_state(batch_size, n_steps)
         noise = None
         if training and self.seed_generator is not None:
-            noise = self._training_noise(batch_size, n_steps)
+            noise = replica_rows(
+                lambda shape: keras.random.normal(
+                    shape, dtype=self.compute_dtype, seed=self.seed_generator
+                ),
+                (batch_size, n_steps, 2 * self.n_ends),
+            )
+            noise = noise * (self.gate_noise * ops.cast(self.gate_noise_scale, noise.dtype))
         weights = self.step_weights()
         options = {"mask": mask, "noise": noise, "snap": snap}
         final_values = None

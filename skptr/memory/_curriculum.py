@@ -151,26 +151,16 @@ class StalledStartWatch(keras.callbacks.Callback):
     ever longer sources. The rest of its training is better spent on another
     initialisation.
 
-    Parameters
-    ----------
-    key : str, default="loss"
-        The log entry that holds the run's epoch loss.
-    stops : bool, default=True
-        Whether a stalled run stops the training (a population's members do not stop
-        it on their own).
-
     Attributes
     ----------
     stalled : bool
-        Whether the run stalled (and, with ``stops``, was stopped).
+        Whether the run stalled (and was stopped).
     best_loss : float
         Lowest epoch loss of the run's first ``STALL_EPOCHS`` epochs.
     """
 
-    def __init__(self, key="loss", stops=True):
+    def __init__(self):
         super().__init__()
-        self.key = key
-        self.stops = bool(stops)
         self.stalled = False
         self.first_loss = None
         self.best_loss = np.inf
@@ -178,15 +168,14 @@ class StalledStartWatch(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         if epoch >= STALL_EPOCHS:
             return
-        loss = float((logs or {}).get(self.key, np.inf))
+        loss = float((logs or {}).get("loss", np.inf))
         self.first_loss = loss if self.first_loss is None else self.first_loss
         self.best_loss = min(self.best_loss, loss)
         if epoch == STALL_EPOCHS - 1 and self.best_loss >= max(
             LOSS_TO_ADVANCE, STALLED_SHARE * self.first_loss
         ):
             self.stalled = True
-            if self.stops:
-                self.model.stop_training = True
+            self.model.stop_training = True
 
 
 class GateNoiseFrom(keras.callbacks.Callback):
@@ -194,14 +183,14 @@ class GateNoiseFrom(keras.callbacks.Callback):
 
     Parameters
     ----------
-    first_epoch : int or sequence of int
-        The first noisy epoch, or that of each member of a population.
+    first_epoch : int
+        The first noisy epoch.
     """
 
     def __init__(self, first_epoch):
         super().__init__()
-        self.first_epoch = np.asarray(first_epoch)
+        self.first_epoch = int(first_epoch)
 
     def on_epoch_begin(self, epoch, logs=None):
-        scale = (epoch >= self.first_epoch).astype("float32")
+        scale = 1.0 if epoch >= self.first_epoch else 0.0
         self.model.controller.gate_noise_scale.assign(scale)

@@ -136,26 +136,6 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         alternate between full and truncated backpropagation). When every
         initialisation stalls, the one with the lowest early loss is trained fully and
         kept.
-    population : bool, default=False
-        Whether the initialisations of ``n_init`` that share a noise start are trained
-        side by side, as one batched population (every weight gains a leading axis of
-        ``n_init``, and one compiled step updates them all), instead of one after
-        another. Each member trains as it would alone on the same batches, with its own
-        initial weights, Adam moments, gradient clipping, truncation and noise. The
-        members all read the batches of the first one, and the curriculum admits longer
-        sources when the best member's loss allows. Where ``state_bptt_steps="auto"``
-        alternates the truncation, the members alternate it from the start. A member
-        that stalls is not scored and is dropped after the stall check: the others go
-        on as a smaller population. The search stops at the first exact member.
-        Measured on one H200 GPU (JAX, ``n_init=8`` on targets no run can learn), the
-        population took ×2.1-2.3 the time of ``n_init=1``, against ×1.4-1.8 one run
-        after another: compiling its step costs more than the runs it saves at these
-        sizes. On a 2-core CPU it took ×4.0 (TensorFlow, faster than ×5.7 one after
-        another) and ×4.7 (JAX, slower than ×3.6), on targets where every run trains
-        to the end; one after another, a fit that finds an exact run at once trains
-        one. Hence the default. A
-        population is not combined with ``early_stopping``, ``validation_fraction > 0``
-        or ``devices`` (a ``ValueError``).
     curriculum : bool, default=True
         Start training on the shortest sources (about a quarter of the length range)
         and admit longer ones, in a few stages, whenever the training loss per token
@@ -291,7 +271,6 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         "reset_cell_state": ["boolean", StrOptions({"auto"})],
         "snap_gates": ["boolean", StrOptions({"auto"})],
         "n_init": [Interval(Integral, 1, MAX_INITIALISATIONS, closed="both")],
-        "population": ["boolean"],
         "curriculum": ["boolean"],
         "handle_unknown": [StrOptions({"error", "ignore"})],
         "max_output_length": [Interval(Integral, 1, MAX_COUNT, closed="both"), None],
@@ -333,7 +312,6 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         reset_cell_state="auto",
         snap_gates="auto",
         n_init=8,
-        population=False,
         curriculum=True,
         handle_unknown="error",
         max_output_length=None,
@@ -364,7 +342,6 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         self.reset_cell_state = reset_cell_state
         self.snap_gates = snap_gates
         self.n_init = n_init
-        self.population = population
         self.curriculum = curriculum
         self.handle_unknown = handle_unknown
         self.max_output_length = max_output_length
@@ -390,6 +367,24 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         tags.target_tags.single_output = False
         tags.target_tags.multi_output = True
         return tags
+
+    @classmethod
+    def _params_saved_before(cls, params):
+        """Hyperparameters (or ``network_params_``) from a file or pickle written by an
+        earlier version, in today's terms.
+
+        ``population`` is dropped: it changed only how the initialisations were
+        trained, and the network a fit kept with it is an ordinary one.
+        """
+        params = dict(params)
+        params.pop("population", None)
+        return params
+
+    def __setstate__(self, state):
+        state = self._params_saved_before(state)
+        if isinstance(state.get("network_params_"), dict):
+            state["network_params_"] = self._params_saved_before(state["network_params_"])
+        super().__setstate__(state)
 
     # ------------------------------------------------------------ base hooks
     def _prepare_training_data(self, X, y, reset):
@@ -484,14 +479,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         Sources are decoded in batches of similar lengths, padded to a power-of-two
         number of rows and of steps, so that the compiled decoder is reused.
         """
-        return self._decode_by_member(codec, source_ids)[0]
-
-    def _decode_by_member(self, codec, source_ids):
-        """:meth:`_decode` by each member of the network: one, or each member of a
-        population (:class:`~skptr.memory._population.PopulationNetwork`), all in the
-        same calls."""
         snap = self.snap_gates_
-        n_members = getattr(self.network_, "population", 1)
         lengths = np.array([len(s) for s in source_ids])
         order = np.argsort(lengths, kind="stable")
         chunk = self._predict_batch_size()
@@ -502,11 +490,11 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         )
         view._check_memory(
             "decoding",
-            n_members * min(chunk, len(source_ids)) * n_steps * view._step_count(1),
+            min(chunk, len(source_ids)) * n_steps * view._step_count(1),
             longest_stream=n_steps,
             max_output_length=self.max_output_length,
         )
-        outputs = [[None] * len(source_ids) for _ in range(n_members)]
+        outputs = [None] * len(source_ids)
         for start in range(0, len(order), chunk):
             batch = order[start : start + chunk]
             n_rows = self._inference_rows(len(batch), chunk)
@@ -516,17 +504,16 @@ class NeuralStackTransducer(SequenceEstimatorBase):
             decoder = self._inference_model(
                 ("decoder", snap),
                 lambda network: GreedyDecoder(network, snap_gates=snap),
-                n_members * n_rows,
+                n_rows,
                 sources.shape[1] + canvas.shape[1],
             )
             with quiet_retracing():
                 classes = self._predict_on_batch(
                     decoder, {"source": sources, "canvas": canvas}, n_rows
                 )
-            classes = np.asarray(classes).reshape(n_members, n_rows, -1)
-            for by_member, member_classes in zip(outputs, classes, strict=True):
-                for row, i in enumerate(batch):
-                    by_member[i] = codec.output_ids(member_classes[row], limit)
+            classes = np.asarray(classes)
+            for row, i in enumerate(batch):
+                outputs[i] = codec.output_ids(classes[row], limit)
         return outputs
 
     def predict(self, X):

@@ -31,7 +31,6 @@ __all__ = [
     "UNKNOWN",
     "TokenCrossentropy",
     "TransducerNetwork",
-    "greedy_decode",
 ]
 
 PAD = 0
@@ -208,20 +207,53 @@ class TransducerNetwork(keras.Model):
         int tensor of shape (batch, n_steps)
             Output classes (0 = end token); entries after a sample's end token are 0.
         """
-        dtype = self.controller.compute_dtype
+        controller = self.controller
+        dtype = controller.compute_dtype
         embeddings = ops.cast(self.embedding.embeddings, dtype)
         readout_kernel = ops.cast(self.readout.kernel, dtype)
         readout_bias = ops.cast(self.readout.bias, dtype)
-        return greedy_decode(
-            self.controller,
-            lambda ids: ops.take(embeddings, ids, axis=0),
-            lambda hidden: ops.matmul(hidden, readout_kernel) + readout_bias,
-            self.output_offset,
-            source,
-            n_steps,
+        discrete = snap if discrete is None else discrete
+        discrete = bool(snap and discrete) and controller.memory is not None
+        source = ops.cast(source, "int32")
+        batch_size, source_steps = ops.shape(source)[0], ops.shape(source)[1]
+        weights = controller.step_weights()
+        state = controller.get_initial_state(batch_size, source_steps + n_steps, discrete)
+        state, _ = controller.run(
+            state,
+            ops.take(embeddings, source, axis=0),
+            weights,
+            mask=ops.not_equal(source, PAD),
             snap=snap,
             discrete=discrete,
         )
+
+        def keep_going(i, previous, finished, produced, *state):
+            return ops.logical_and(i < n_steps, ops.logical_not(ops.all(finished)))
+
+        def produce(i, previous, finished, produced, *state):
+            state, _ = controller.step(
+                state,
+                ops.take(embeddings, previous, axis=0),
+                source_steps + i,
+                weights,
+                snap=snap,
+                discrete=discrete,
+            )
+            logits = ops.matmul(state[0], readout_kernel) + readout_bias
+            token = ops.where(finished, 0, ops.cast(ops.argmax(logits, axis=-1), "int32"))
+            produced = ops.slice_update(produced, (0, i), token[:, None])
+            finished = ops.logical_or(finished, ops.equal(token, 0))
+            previous = ops.where(ops.equal(token, 0), SEPARATOR, token - 1 + self.output_offset)
+            return (i + 1, previous, finished, produced, *state)
+
+        loop_vars = (
+            ops.convert_to_tensor(0, dtype="int32"),
+            ops.full((batch_size,), SEPARATOR, dtype="int32"),
+            ops.zeros((batch_size,), dtype="bool"),
+            ops.zeros((batch_size, n_steps), dtype="int32"),
+            *state,
+        )
+        return ops.while_loop(keep_going, produce, loop_vars, maximum_iterations=n_steps)[3]
 
     def get_config(self):
         config = super().get_config()
@@ -241,70 +273,6 @@ class TransducerNetwork(keras.Model):
             seed=self.seed,
         )
         return config
-
-
-def greedy_decode(controller, embed, read_out, output_offset, source, n_steps, snap, discrete):
-    """Greedy decoding of a batch of left-padded sources by a controller.
-
-    The loop of :meth:`TransducerNetwork.decode`, for any network that embeds its
-    tokens with ``embed`` and reads its logits out of the controller's hidden state with
-    ``read_out`` (a population's members each have their own).
-
-    Parameters
-    ----------
-    controller : MemoryController
-    embed : callable
-        Stream ids of any shape to embeddings of that shape plus the embedding width.
-    read_out : callable
-        Hidden states (rows, units) to output logits (rows, classes).
-    output_offset : int
-        Stream id of the first output token.
-    source : int tensor of shape (batch, source_steps)
-    n_steps : int or scalar int tensor
-    snap, discrete : bool or None
-        As in :meth:`TransducerNetwork.decode`.
-
-    Returns
-    -------
-    int tensor of shape (batch, n_steps)
-    """
-    discrete = snap if discrete is None else discrete
-    discrete = bool(snap and discrete) and controller.memory is not None
-    source = ops.cast(source, "int32")
-    batch_size, source_steps = ops.shape(source)[0], ops.shape(source)[1]
-    weights = controller.step_weights()
-    state = controller.get_initial_state(batch_size, source_steps + n_steps, discrete)
-    state, _ = controller.run(
-        state,
-        embed(source),
-        weights,
-        mask=ops.not_equal(source, PAD),
-        snap=snap,
-        discrete=discrete,
-    )
-
-    def keep_going(i, previous, finished, produced, *state):
-        return ops.logical_and(i < n_steps, ops.logical_not(ops.all(finished)))
-
-    def produce(i, previous, finished, produced, *state):
-        state, _ = controller.step(
-            state, embed(previous), source_steps + i, weights, snap=snap, discrete=discrete
-        )
-        logits = read_out(state[0])
-        token = ops.where(finished, 0, ops.cast(ops.argmax(logits, axis=-1), "int32"))
-        produced = ops.slice_update(produced, (0, i), token[:, None])
-        finished = ops.logical_or(finished, ops.equal(token, 0))
-        previous = ops.where(ops.equal(token, 0), SEPARATOR, token - 1 + output_offset)
-        return (i + 1, previous, finished, produced, *state)
-
-    loop_vars = (
-        ops.convert_to_tensor(0, dtype="int32"),
-        ops.full((batch_size,), SEPARATOR, dtype="int32"),
-        ops.zeros((batch_size,), dtype="bool"),
-        ops.zeros((batch_size, n_steps), dtype="int32"),
-        *state,
-    )
-    return ops.while_loop(keep_going, produce, loop_vars, maximum_iterations=n_steps)[3]
 
 
 @keras.saving.register_keras_serializable(package="skptr")
@@ -337,10 +305,8 @@ class GreedyDecoder(NetworkWrapper):
 
     Parameters
     ----------
-    network : TransducerNetwork or PopulationNetwork
-        The trained network (its layers are shared, not copied); a population's
-        decoder returns the classes of every member (see
-        :meth:`~skptr.memory._population.PopulationNetwork.decode`).
+    network : TransducerNetwork
+        The trained network (its layers are shared, not copied).
     snap_gates : bool, default=False
         Whether the push and pop strengths are rounded to 0 or 1 while decoding; the
         memory is then the discrete one when the model is compiled with XLA (see

@@ -9,36 +9,24 @@ several initialisations and keeps the best. The pieces:
 - :class:`RestartPlan` says which initialisation to train next (its seed, truncation
   of backpropagation and noise start), takes what each one learned, and decides when
   the search is over and which run is kept.
-- :func:`train_run` trains one run, with nothing of the search in it;
-  :func:`train_population` trains several side by side, as one population
-  (:mod:`~skptr.memory._population`).
-- :class:`HeldOutJudge` scores a trained run on the held-out samples (a population's
-  members all at once).
+- :func:`train_run` trains one run, with nothing of the search in it.
+- :class:`HeldOutJudge` scores a trained run on the held-out samples.
 - :func:`search_initialisations` ties them together.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
-import keras
 import numpy as np
 
-from .._base import (
-    _WEIGHT_COPIES,
-    _NetworkSnapshot,
-    _reinitialised,
-    _StopOnNonFinite,
-)
+from .._base import _NetworkSnapshot
 from .._batches import held_out_split
-from .._precision import dtype_policy_scope
 from .._random import SeedStream
 from ..metrics import _checked_fine_accuracy
 from ._codec import TransducerCodec
-from ._curriculum import STALL_EPOCHS, GateNoiseFrom, StalledStartWatch
-from ._population import PopulationAdam, PopulationCrossentropy, PopulationNetwork
+from ._curriculum import StalledStartWatch
 
 __all__ = [
     "AUTO_DEQUE_BOTTOM_PUSH_BIAS",
@@ -51,11 +39,9 @@ __all__ = [
     "RestartPlan",
     "Run",
     "Settings",
-    "TrainedPopulation",
     "network_settings",
     "resolve_settings",
     "search_initialisations",
-    "train_population",
     "train_run",
 ]
 
@@ -99,9 +85,6 @@ class Settings:
     may_soften : bool
         Whether a run that is not exact with rounded strengths may keep soft ones
         (``snap_gates="auto"``).
-    population : bool
-        Whether the initialisations that share a noise start are trained side by side,
-        as one population.
     """
 
     push_bias: float | tuple[float, ...]
@@ -111,7 +94,6 @@ class Settings:
     noise_starts: tuple[float, ...]
     snap: bool
     may_soften: bool
-    population: bool = False
 
     def bptt_steps_after(self, steps, any_stalled):
         """The truncation of the initialisation that follows one trained with ``steps``."""
@@ -161,23 +143,7 @@ def resolve_settings(params):
         noise_starts=noise_starts,
         snap=params["snap_gates"] in (True, "auto"),
         may_soften=params["snap_gates"] == "auto",
-        population=_population(params),
     )
-
-
-def _population(params):
-    alone_only = {
-        "early_stopping": bool(params["early_stopping"]),
-        "validation_fraction > 0": params["validation_fraction"] > 0,
-        "devices": params["devices"] is not None,
-    }
-    if params["population"] and any(alone_only.values()):
-        names = ", ".join(name for name, used in alone_only.items() if used)
-        raise ValueError(
-            f"population=True trains the initialisations side by side, which does not "
-            f"combine with {names}; set population=False."
-        )
-    return bool(params["population"])
 
 
 def network_settings(params, bptt_steps):
@@ -304,38 +270,6 @@ class RestartPlan:
         self.retraining = True
         return min(stalled, key=lambda o: (o.early_loss, o.run.seed)).run
 
-    def next_runs(self, together):
-        """The next runs to train: one, or with ``together`` every following run that
-        shares its noise start, to be trained side by side (empty once the search is
-        over).
-
-        The runs of a group alternate their truncation as runs that follow a stalled
-        one would, where the settings alternate it: which run stalls is not known
-        before they are trained.
-
-        Parameters
-        ----------
-        together : bool
-
-        Returns
-        -------
-        list of Run
-        """
-        first = self.next_run()
-        if first is None:
-            return []
-        if not together or self.retraining:
-            return [first]
-        runs = [first]
-        starts = self.settings.noise_starts
-        steps = first.state_bptt_steps
-        for start in starts[len(self.outcomes) + 1 :]:
-            if start != first.gate_noise_start:
-                break
-            steps = self.settings.bptt_steps_after(steps, any_stalled=True)
-            runs.append(Run(self.seeds.next(), steps, start))
-        return runs
-
     def record(self, outcome):
         """Take what a run from :meth:`next_run` came to.
 
@@ -399,306 +333,6 @@ def _candidate(estimator, run):
     return candidate
 
 
-def train_population(estimator, data, runs, compiled=None, holders=None):
-    """Train new networks of ``estimator`` for ``runs`` side by side, as one population.
-
-    Each member is built from its run's seed as :func:`train_run` builds it; the
-    members read the batches of the first run's seeds, so the first member's training
-    is that of :func:`train_run`, and every other member's that of its network trained
-    alone on the same batches. The curriculum admits longer sources for every member
-    when the best member's loss would let it (see ``CurriculumBatches.advance``).
-
-    Members that stall (see ``StalledStartWatch``) are dropped once the stall check
-    has run: the others go on as a smaller population, with their weights, noise-seed
-    states and Adam moments, so that their training is the one they would have had in
-    the full population, at the cost of their own work only.
-
-    Parameters
-    ----------
-    estimator : NeuralStackTransducer
-        The estimator being fitted (left unchanged).
-    data : TrainingData
-        The training samples.
-    runs : sequence of Run
-        The runs, two or more.
-    compiled : dict, optional
-        Populations trained before, by the truncations of their members; a population
-        of the same truncations reuses one's compiled training step (as
-        :func:`train_run` reuses a network's), and the populations made here are added.
-    holders : dict, optional
-        The network object into which the members of each configuration (truncation
-        and cell-state reset) are loaded when the search reads them, kept across
-        populations; filled in where a configuration has none.
-
-    Returns
-    -------
-    TrainedPopulation
-        The trained members.
-    """
-    compiled = {} if compiled is None else compiled
-    candidates, networks = [], []
-    for run in runs:
-        candidate = _candidate(estimator, run)
-        candidate._record_network_params()
-        candidates.append(candidate)
-        networks.append(candidate._new_network(SeedStream(run.seed).next()))
-    seeds = SeedStream(runs[0].seed)
-    seeds.next(), seeds.next()  # the first run's network and validation split
-    batches = estimator._training_batches(data, estimator.batch_size, seeds.next())
-    estimator._check_split(batches.batch_size)
-    view = candidates[0]._as_fitted()
-    size = len(runs)
-    view._check_memory(
-        f"a training step of {size} initialisations side by side",
-        size
-        * (
-            _WEIGHT_COPIES * view._weight_count()
-            + view._activation_count(batches.batch_size, data.n_steps)
-        ),
-        batch_size=batches.batch_size,
-        longest_sequence=data.n_steps,
-    )
-    placement = estimator._placement()
-    training = _PopulationTraining(
-        estimator,
-        runs,
-        networks,
-        compiled,
-        int(estimator.epochs) * len(batches),
-        data.n_steps,
-        placement,
-        view.dtype_policy,
-    )
-    watches = [StalledStartWatch(f"member_{k}_loss", stops=False) for k in range(size)]
-    losses, shared, sources = training.train(
-        training.population(range(size)),
-        batches,
-        batches.dataset(placement.process_rows),
-        watches,
-    )
-    holders = {} if holders is None else holders
-    for k, (candidate, network) in enumerate(zip(candidates, networks, strict=True)):
-        controller = network.controller
-        candidate.network_ = holders.setdefault(
-            (controller.state_bptt_steps, controller.reset_cell_state), network
-        )
-        candidate.history_ = {
-            "loss": losses[k],
-            **{key: v[: len(losses[k])] for key, v in shared.items()},
-        }
-        candidate.n_iter_ = len(losses[k])
-    return TrainedPopulation(sources, candidates, watches)
-
-
-class _PopulationTraining:
-    """Makes the populations of one :func:`train_population`: the first one and the
-    smaller ones its members go on in once some stall.
-
-    Parameters
-    ----------
-    estimator : NeuralStackTransducer
-    runs : sequence of Run
-    networks : list of TransducerNetwork
-        Each run's network, as built.
-    compiled : dict
-        Populations trained before, by their members' truncations (see
-        :func:`train_population`).
-    n_steps : int
-        Gradient steps of the whole training, for the compile policy.
-    length : int
-        Longest training stream, in steps, for the compile policy.
-    placement : Placement
-        The fit's placement, in whose scope populations are built.
-    dtype_policy : str or None
-        The dtype policy they are built under.
-    """
-
-    def __init__(
-        self, estimator, runs, networks, compiled, n_steps, length, placement, dtype_policy
-    ):
-        self.estimator = estimator
-        self.runs = runs
-        self.networks = networks
-        self.compiled = compiled
-        self.n_steps = n_steps
-        self.length = length
-        self.placement = placement
-        self.dtype_policy = dtype_policy
-
-    def population(self, members):
-        """A compiled population of the ``members`` (indices into the runs), from
-        their networks' weights, its optimiser state fresh."""
-        members = list(members)
-        estimator = self.estimator
-        with self.placement.scope(), dtype_policy_scope(self.dtype_policy):
-            population = PopulationNetwork([self.networks[k] for k in members])
-        key = tuple(self.runs[k].state_bptt_steps for k in members)
-        if key in self.compiled:
-            population = _reinitialised(self.compiled[key], population, estimator.learning_rate)
-        else:
-            estimator._compile(
-                self.n_steps,
-                self.length,
-                network=population,
-                optimizer_class=PopulationAdam,
-                loss=PopulationCrossentropy(),
-            )
-            self.compiled[key] = population
-        estimator._set_steps_per_execution(population)
-        return population
-
-    def train(self, population, batches, dataset, watches):
-        """Train ``population``, of every run's member, to the last epoch, going on
-        without the members that stall.
-
-        Returns
-        -------
-        losses : dict of int to list of float
-            Each member's epoch losses.
-        shared : dict of str to list of float
-            The other logs of every epoch (such as the curriculum's admitted length).
-        sources : dict of int to (PopulationNetwork, int)
-            For each member, the population that trained it last and its place there.
-        """
-        estimator, runs = self.estimator, self.runs
-        epochs = int(estimator.epochs)
-        live, first_epoch = list(range(len(runs))), 0
-        losses, shared, sources = {k: [] for k in live}, {}, {}
-        while True:
-            live_watches = [watches[k] for k in live]
-            for index, watch in enumerate(live_watches):
-                watch.key = f"member_{index}_loss"
-            noise = []
-            if getattr(population.controller, "gate_noise_scale", None) is not None:
-                starts = [math.ceil(runs[k].gate_noise_start * epochs) for k in live]
-                noise = [GateNoiseFrom(starts)]
-            history = population.fit(
-                dataset,
-                initial_epoch=first_epoch,
-                epochs=epochs,
-                callbacks=[
-                    _BestMemberLoss(live_watches),
-                    *batches.callbacks(),
-                    *noise,
-                    *(estimator.callbacks or []),
-                    _StopOnNonFinite(type(estimator).__name__),
-                    *live_watches,
-                    _StopOnceAnyStalled(live_watches),
-                ],
-                shuffle=False,
-                verbose=min(int(estimator.verbose), 2),
-            )
-            for index, k in enumerate(live):
-                losses[k] += [float(v) for v in history.history[f"member_{index}_loss"]]
-                sources[k] = (population, index)
-            for key, values in history.history.items():
-                if key != "loss" and not key.startswith("member_"):
-                    shared.setdefault(key, []).extend(float(v) for v in values)
-            first_epoch += len(history.history["loss"])
-            survivors = [k for k in live if not watches[k].stalled]
-            if first_epoch >= epochs or survivors in ([], live):
-                return losses, shared, sources
-            population = self.narrowed(population, live, survivors)
-            live = survivors
-
-    def narrowed(self, population, members, kept):
-        """A population of the members ``kept`` of ``population`` (whose members are
-        ``members``), each with its weights, noise-seed state and Adam moments."""
-        for index, k in enumerate(members):
-            if k in kept:
-                population.load_member(index, self.networks[k])
-        smaller = self.population(kept)
-        rows = np.array([members.index(k) for k in kept])
-        optimizer = smaller.optimizer
-        if not optimizer.built:
-            optimizer.build(smaller.trainable_variables)
-        for mine, theirs in zip(optimizer.variables, population.optimizer.variables, strict=True):
-            value = keras.ops.convert_to_numpy(theirs)
-            mine.assign(value if tuple(mine.shape) == value.shape else value[rows])
-        return smaller
-
-
-class TrainedPopulation:
-    """The members of a trained population, as the search reads them.
-
-    Members of one configuration (truncation and cell-state reset) share one network
-    object, as runs trained one after another do: :meth:`load` puts a member's weights
-    into it. Their held-out scores come from the population itself, which decodes the
-    held-out samples by all its members in one call (:meth:`held_out_scores`), so that
-    a population compiles one decoder per rounding, whatever its configurations.
-
-    Parameters
-    ----------
-    sources : dict of int to (PopulationNetwork, int)
-        For each member, the population that trained it last and its place there.
-    candidates : list of NeuralStackTransducer
-        One copy of the estimator per member, holding its configuration's network.
-    watches : list of StalledStartWatch
-        Whether each member stalled.
-    """
-
-    def __init__(self, sources, candidates, watches):
-        self.sources = sources
-        self.members = list(zip(candidates, watches, strict=True))
-
-    def load(self, k):
-        """Put member ``k``'s weights into the network its candidate holds."""
-        population, index = self.sources[k]
-        population.load_member(index, self.members[k][0].network_)
-
-    def held_out_scores(self, judge):
-        """The held-out scores of the members that did not stall, each population
-        decoding all of its members at once (see :meth:`HeldOutJudge.member_scores`).
-
-        Returns
-        -------
-        dict of int to tuple of float
-        """
-        groups = {}
-        for k, (_, watch) in enumerate(self.members):
-            if not watch.stalled:
-                population, index = self.sources[k]
-                groups.setdefault(id(population), (population, {}))[1][index] = k
-        scores = {}
-        for population, members in groups.values():
-            holder = self.members[next(iter(members.values()))][0]._shallow_copy()
-            holder.network_ = population
-            measured = judge.member_scores(holder, list(members))
-            scores.update({members[index]: measured[index] for index in members})
-        return scores
-
-
-class _BestMemberLoss(keras.callbacks.Callback):
-    """Logs a population's ``loss`` as the lowest loss of its members that have not
-    stalled (NaN if any member's is not finite), for the curriculum to advance on."""
-
-    def __init__(self, watches):
-        super().__init__()
-        self.watches = watches
-
-    def on_epoch_end(self, epoch, logs=None):
-        if logs is None:
-            return
-        losses = np.array([float(logs[watch.key]) for watch in self.watches])
-        live = [
-            loss for loss, watch in zip(losses, self.watches, strict=True) if not watch.stalled
-        ]
-        logs["loss"] = float(min(live or losses)) if np.all(np.isfinite(losses)) else np.nan
-
-
-class _StopOnceAnyStalled(keras.callbacks.Callback):
-    """Stops a population's training after the stall check if any member stalled, so
-    that the others go on without it (or nobody does)."""
-
-    def __init__(self, watches):
-        super().__init__()
-        self.watches = watches
-
-    def on_epoch_end(self, epoch, logs=None):
-        if epoch == STALL_EPOCHS - 1 and any(watch.stalled for watch in self.watches):
-            self.model.stop_training = True
-
-
 class HeldOutJudge:
     """Scores trained runs on held-out samples: fine accuracy of greedy predictions.
 
@@ -718,25 +352,19 @@ class HeldOutJudge:
         self.targets = [t.tolist() for t in targets]
         self.settings = settings
 
-    def _scores(self, holder, snap):
-        """Fine accuracy on the held-out samples of each member of ``holder``'s network
-        (one, or each member of a population)."""
-        holder.snap_gates_ = snap
-        return [
-            _checked_fine_accuracy(self.targets, [p.tolist() for p in predictions])
-            for predictions in holder._decode_by_member(self.codec, self.sources)
-        ]
+    def _score(self, candidate, snap):
+        """Fine accuracy of ``candidate`` on the held-out samples."""
+        candidate.snap_gates_ = snap
+        predictions = candidate._decode(self.codec, self.sources)
+        return _checked_fine_accuracy(self.targets, [p.tolist() for p in predictions])
 
-    def assess(self, outcome, scores=None):
+    def assess(self, outcome):
         """Fill in ``outcome``'s held-out scores.
 
         Parameters
         ----------
         outcome : Outcome
             A run that did not stall.
-        scores : tuple of float, optional
-            Its scores with rounded and with soft strengths, where they were measured
-            already (:meth:`member_scores`); by default they are measured here.
 
         Returns
         -------
@@ -744,7 +372,9 @@ class HeldOutJudge:
             The same, with ``rounded``, ``score`` and ``snap`` set.
         """
         snap = self.settings.snap
-        rounded, soft = self.member_scores(outcome.candidate, [0])[0] if scores is None else scores
+        rounded, soft = self._score(outcome.candidate, snap), np.nan
+        if self.settings.may_soften and rounded < 1.0:
+            soft = self._score(outcome.candidate, False)
         # Processes that fit together take process 0's scores, so that they all take
         # the same decisions.
         rounded, soft = outcome.candidate._placement().agreed([rounded, soft])
@@ -753,23 +383,6 @@ class HeldOutJudge:
         if soft > outcome.score:
             outcome.score, outcome.snap = float(soft), False
         return outcome
-
-    def member_scores(self, holder, members):
-        """The scores :meth:`assess` takes, of the ``members`` (indices) of the network
-        ``holder`` holds (member 0 of a single network, or members of a population, all
-        decoded at once, once per rounding).
-
-        Returns
-        -------
-        dict of int to tuple of float
-            Each member's scores with rounded strengths and, where they may be kept and
-            rounding is not exact, with soft ones (else NaN).
-        """
-        rounded = self._scores(holder, self.settings.snap)
-        soft = [np.nan] * len(rounded)
-        if self.settings.may_soften and any(rounded[k] < 1.0 for k in members):
-            soft = self._scores(holder, False)
-        return {k: (rounded[k], soft[k] if rounded[k] < 1.0 else np.nan) for k in members}
 
 
 def search_initialisations(estimator, data, seeds):
@@ -807,39 +420,24 @@ def search_initialisations(estimator, data, seeds):
     judge = HeldOutJudge(TransducerCodec.of(estimator), held_out, settings)
     plan = RestartPlan(settings, seeds)
     networks = {}  # one network per truncation, its compiled steps reused by later runs
-    populations = {}  # the same for populations, by the truncations of their members
-    holders = {}  # the network object that holds each configuration's members
     leader = None  # a snapshot of the leading run's network, which later runs may train
-    while runs := plan.next_runs(settings.population):
-        load, measured = None, {}
-        if len(runs) > 1:
-            population = train_population(estimator, training, runs, populations, holders)
-            trained, load = population.members, population.load
-            measured = population.held_out_scores(judge)
-        else:
-            (run,) = runs
-            watch = None if plan.retraining else StalledStartWatch()
-            candidate = train_run(
-                estimator,
-                training,
-                run,
-                SeedStream(run.seed),
-                () if watch is None else (watch,),
-                reuse=networks.get(run.state_bptt_steps),
-            )
-            networks[run.state_bptt_steps] = candidate.network_
-            trained = [(candidate, watch)]
-        for k, (run, (candidate, watch)) in enumerate(zip(runs, trained, strict=True)):
-            if load is not None:
-                load(k)
-            stalled = watch is not None and watch.stalled
-            early_loss = np.inf if watch is None else watch.best_loss
-            outcome = Outcome(run, candidate, stalled, early_loss)
-            plan.record(outcome if stalled else judge.assess(outcome, measured.get(k)))
-            if plan.leader is outcome:
-                leader = _NetworkSnapshot(candidate.network_)
-            if plan.done:
-                break
+    while (run := plan.next_run()) is not None:
+        watch = None if plan.retraining else StalledStartWatch()
+        candidate = train_run(
+            estimator,
+            training,
+            run,
+            SeedStream(run.seed),
+            () if watch is None else (watch,),
+            reuse=networks.get(run.state_bptt_steps),
+        )
+        networks[run.state_bptt_steps] = candidate.network_
+        stalled = watch is not None and watch.stalled
+        early_loss = np.inf if watch is None else watch.best_loss
+        outcome = Outcome(run, candidate, stalled, early_loss)
+        plan.record(outcome if stalled else judge.assess(outcome))
+        if plan.leader is outcome:
+            leader = _NetworkSnapshot(candidate.network_)
     if leader is not None and plan.kept is plan.leader:
         leader.restore()
     kept = plan.kept.candidate
