@@ -7,13 +7,11 @@ import zipfile
 import keras
 import numpy as np
 import pytest
+from _files import METADATA, NETWORK, members, set_network_params, set_state, tampered
 
 import skptr
 from skptr import NeuralStackTransducer, PointerNetworkOrderer
 from skptr.datasets import make_sorting
-
-METADATA = "skptr.json"
-NETWORK = "network.keras"
 
 
 @pytest.fixture(scope="module")
@@ -45,47 +43,12 @@ def transducer_file(tmp_path_factory):
     return estimator, path, X
 
 
-def _members(path):
-    with zipfile.ZipFile(path) as archive:
-        return {name: archive.read(name) for name in archive.namelist()}
-
-
-def _tampered(source, target, change=None, replace=None):
-    """Copy the skptr file ``source`` to ``target``, changing its metadata or members.
-
-    ``change`` edits the parsed ``skptr.json`` in place; ``replace`` maps member names
-    to new contents (``None`` removes the member).
-    """
-    members = _members(source)
-    if change is not None:
-        metadata = json.loads(members[METADATA])
-        change(metadata)
-        members[METADATA] = json.dumps(metadata).encode()
-    for name, data in (replace or {}).items():
-        if data is None:
-            del members[name]
-        else:
-            members[name] = data
-    with zipfile.ZipFile(target, "w") as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return target
-
-
-def test_files_from_save_load_and_predict_identically(orderer_file, transducer_file):
-    for estimator, path, X in (orderer_file, transducer_file):
-        loaded = skptr.load(path)
-        assert loaded.get_params() == estimator.get_params()
-        assert loaded.history_ == estimator.history_
-        np.testing.assert_array_equal(loaded.predict(X), estimator.predict(X))
-
-
 # 1. The network: only the estimator's own network class, and only matching weights.
 def test_plain_keras_model_as_network_is_refused(orderer_file, tmp_path):
     _, path, _ = orderer_file
     dense = keras.Sequential([keras.Input((1,)), keras.layers.Dense(2)])
     dense.save(tmp_path / "dense.keras")
-    bad = _tampered(
+    bad = tampered(
         path, tmp_path / "bad.skptr", replace={NETWORK: (tmp_path / "dense.keras").read_bytes()}
     )
     with pytest.raises(
@@ -95,26 +58,14 @@ def test_plain_keras_model_as_network_is_refused(orderer_file, tmp_path):
 
 
 def test_other_estimators_network_is_refused(orderer_file, transducer_file, tmp_path):
-    network = _members(transducer_file[1])[NETWORK]
-    bad = _tampered(orderer_file[1], tmp_path / "bad.skptr", replace={NETWORK: network})
+    network = members(transducer_file[1])[NETWORK]
+    bad = tampered(orderer_file[1], tmp_path / "bad.skptr", replace={NETWORK: network})
     with pytest.raises(
         ValueError,
         match=r"stored network is a 'skptr>TransducerNetwork', not the 'skptr>PointerNetwork' "
         r"network of a PointerNetworkOrderer",
     ):
         skptr.load(bad)
-
-
-def _set_network_params(**values):
-    """Edit the hyperparameters the file's network was fitted with."""
-
-    def change(metadata):
-        entries = metadata["state"]["network_params_"]["__dict__"]
-        for entry in entries:
-            if entry[0] in values:
-                entry[1] = values[entry[0]]
-
-    return change
 
 
 def _network_with_config(network_bytes, **values):
@@ -144,7 +95,7 @@ def _network_with_config(network_bytes, **values):
 def test_stored_network_must_be_the_one_its_fitted_parameters_describe(
     orderer_file, tmp_path, values, detail
 ):
-    bad = _tampered(orderer_file[1], tmp_path / "bad.skptr", _set_network_params(**values))
+    bad = tampered(orderer_file[1], tmp_path / "bad.skptr", set_network_params(**values))
     with pytest.raises(
         ValueError, match=rf"not the one the file's fitted hyperparameters .* differ in {detail}"
     ):
@@ -163,11 +114,11 @@ def test_stored_network_must_be_the_one_its_fitted_parameters_describe(
 def test_weights_must_fit_the_network_the_parameters_describe(
     orderer_file, tmp_path, values, config, detail
 ):
-    network = _network_with_config(_members(orderer_file[1])[NETWORK], **config)
-    bad = _tampered(
+    network = _network_with_config(members(orderer_file[1])[NETWORK], **config)
+    bad = tampered(
         orderer_file[1],
         tmp_path / "bad.skptr",
-        _set_network_params(**values),
+        set_network_params(**values),
         replace={NETWORK: network},
     )
     with pytest.raises(ValueError, match=rf"stored network weights do not match .*{detail}"):
@@ -176,7 +127,7 @@ def test_weights_must_fit_the_network_the_parameters_describe(
 
 def test_parameters_changed_after_fit_do_not_change_the_stored_network(orderer_file, tmp_path):
     estimator, path, X = orderer_file
-    edited = _tampered(
+    edited = tampered(
         path, tmp_path / "edited.skptr", lambda m: m["params"].update(hidden_size=16)
     )
     loaded = skptr.load(edited)
@@ -189,47 +140,43 @@ def test_a_memory_is_not_loaded_as_another(transducer_file, tmp_path):
     NeuralStackTransducer(memory="queue", **SMALL_TRANSDUCER).fit(X, X).save(
         tmp_path / "queue.skptr"
     )
-    edited = _tampered(path, tmp_path / "edited.skptr", _set_network_params(memory="queue"))
+    edited = tampered(path, tmp_path / "edited.skptr", set_network_params(memory="queue"))
     with pytest.raises(ValueError, match="differ in memory"):
         skptr.load(edited)
-    swapped = _tampered(
+    swapped = tampered(
         path,
         tmp_path / "swapped.skptr",
-        replace={NETWORK: _members(tmp_path / "queue.skptr")[NETWORK]},
+        replace={NETWORK: members(tmp_path / "queue.skptr")[NETWORK]},
     )
     with pytest.raises(ValueError, match="differ in memory"):
         skptr.load(swapped)
 
 
 def test_network_file_must_be_present_when_recorded(orderer_file, tmp_path):
-    bad = _tampered(orderer_file[1], tmp_path / "bad.skptr", replace={NETWORK: None})
+    bad = tampered(orderer_file[1], tmp_path / "bad.skptr", replace={NETWORK: None})
     with pytest.raises(ValueError, match=r"records a fitted network but holds no network\.keras"):
         skptr.load(bad)
 
 
 # 2. Fitted attributes: a schema per estimator.
-def _set_state(**values):
-    return lambda metadata: metadata["state"].update(values)
-
-
 @pytest.mark.parametrize(
     ("estimator_file", "change", "message"),
     [
         (
             "orderer_file",
-            _set_state(predict="x"),
+            set_state(predict="x"),
             r"holds fitted attributes \['predict'\], which PointerNetworkOrderer does not have",
         ),
-        ("orderer_file", _set_state(n_features_in_=3), r"weights do not match .*has shape"),
+        ("orderer_file", set_state(n_features_in_=3), r"weights do not match .*has shape"),
         (
             "orderer_file",
-            _set_state(n_features_in_=True),
+            set_state(n_features_in_=True),
             r"n_features_in_ must be an int in \[1, ",
         ),
-        ("orderer_file", _set_state(ordered_subsets_=1), "ordered_subsets_ must be a bool"),
+        ("orderer_file", set_state(ordered_subsets_=1), "ordered_subsets_ must be a bool"),
         (
             "orderer_file",
-            _set_state(history_={"__dict__": [["loss", ["x"]]]}),
+            set_state(history_={"__dict__": [["loss", ["x"]]]}),
             "history_ must be a dict of str to lists of numbers",
         ),
         (
@@ -239,29 +186,41 @@ def _set_state(**values):
         ),
         (
             "transducer_file",
-            _set_state(input_vocabulary_={"__object_array__": ["a", ["b"]], "shape": [2]}),
+            set_state(input_vocabulary_={"__object_array__": ["a", ["b"]], "shape": [2]}),
             "input_vocabulary_ must be a 1-D object array of distinct hashable tokens",
         ),
         (
             "transducer_file",
-            _set_state(input_vocabulary_={"__object_array__": ["a", "b", "c"], "shape": [3]}),
+            set_state(input_vocabulary_={"__object_array__": ["a", "b", "c"], "shape": [3]}),
             r"fitted hyperparameters .* differ in n_input_tokens",
         ),
-        ("transducer_file", _set_state(_target_kind="set"), "_target_kind must be one of"),
-        ("transducer_file", _set_state(_target_dtype="no dtype"), "_target_dtype must be None or"),
+        ("transducer_file", set_state(_target_kind="set"), "_target_kind must be one of"),
+        ("transducer_file", set_state(_target_dtype="no dtype"), "_target_dtype must be None or"),
         (
             "transducer_file",
-            _set_state(_max_target_ratio={"__float__": "inf"}),
+            set_state(_max_target_ratio={"__float__": "inf"}),
             r"_max_target_ratio must be a number in \[0, ",
         ),
         (
             "transducer_file",
-            _set_state(state_bptt_steps_=-1),
+            set_state(state_bptt_steps_=-1),
             r"state_bptt_steps_ must be None or an int in \[0, 2147483647\], got -1",
         ),
         (
             "transducer_file",
-            _set_state(gate_noise_start_=1.5),
+            set_state(state_bptt_steps_=2**70),
+            r"state_bptt_steps_ must be None or an int in \[0, 2147483647\], got 1180",
+        ),
+        ("transducer_file", set_state(_max_target_ratio=1e308), "_max_target_ratio must be a"),
+        ("transducer_file", set_state(_max_target_ratio=10**400), "_max_target_ratio must be a"),
+        (
+            "transducer_file",
+            set_state(input_vocabulary_={"__object_array__": ["a", "a"], "shape": [2]}),
+            "input_vocabulary_ must be a 1-D object array of distinct hashable tokens",
+        ),
+        (
+            "transducer_file",
+            set_state(gate_noise_start_=1.5),
             r"gate_noise_start_ must be a float in \[0, 1\], got 1.5",
         ),
     ],
@@ -278,19 +237,23 @@ def _set_state(**values):
         "bad dtype",
         "infinite ratio",
         "negative truncation",
+        "huge truncation",
+        "huge ratio",
+        "ratio beyond a float",
+        "repeated token",
         "bad noise start",
     ],
 )
 def test_fitted_attributes_follow_the_schema(request, tmp_path, estimator_file, change, message):
     path = request.getfixturevalue(estimator_file)[1]
     with pytest.raises(ValueError, match=message):
-        skptr.load(_tampered(path, tmp_path / "bad.skptr", change))
+        skptr.load(tampered(path, tmp_path / "bad.skptr", change))
 
 
 def test_unfitted_file_holds_no_fitted_attributes(tmp_path):
     path = tmp_path / "unfitted.skptr"
     PointerNetworkOrderer().save(path)
-    bad = _tampered(path, tmp_path / "bad.skptr", _set_state(n_iter_=1))
+    bad = tampered(path, tmp_path / "bad.skptr", set_state(n_iter_=1))
     with pytest.raises(ValueError, match=r"holds fitted attributes \['n_iter_'\] but no network"):
         skptr.load(bad)
 
@@ -310,7 +273,7 @@ def test_unfitted_file_holds_no_fitted_attributes(tmp_path):
 def test_hyperparameters_are_validated(tmp_path, params, message):
     path = tmp_path / "unfitted.skptr"
     PointerNetworkOrderer().save(path)
-    bad = _tampered(path, tmp_path / "bad.skptr", lambda m: m["params"].update(params))
+    bad = tampered(path, tmp_path / "bad.skptr", lambda m: m["params"].update(params))
     with pytest.raises(ValueError, match=message):
         skptr.load(bad)
 
@@ -328,7 +291,7 @@ def test_hyperparameters_are_validated(tmp_path, params, message):
 def test_metadata_must_be_a_json_object(tmp_path, metadata, message):
     path = tmp_path / "unfitted.skptr"
     PointerNetworkOrderer().save(path)
-    bad = _tampered(path, tmp_path / "bad.skptr", replace={METADATA: metadata})
+    bad = tampered(path, tmp_path / "bad.skptr", replace={METADATA: metadata})
     with pytest.raises(ValueError, match=message):
         skptr.load(bad)
 
@@ -348,7 +311,7 @@ def test_metadata_has_exactly_the_expected_entries(tmp_path, change, message):
     path = tmp_path / "unfitted.skptr"
     PointerNetworkOrderer().save(path)
     with pytest.raises(ValueError, match=message):
-        skptr.load(_tampered(path, tmp_path / "bad.skptr", change))
+        skptr.load(tampered(path, tmp_path / "bad.skptr", change))
 
 
 def _written_before_the_attention_encoder(metadata):
@@ -376,8 +339,8 @@ def _network_without(network_bytes, *names):
 
 def test_files_written_before_the_attention_encoder_still_load(orderer_file, tmp_path):
     estimator, path, X = orderer_file
-    network = _members(path)[NETWORK]
-    old = _tampered(
+    network = members(path)[NETWORK]
+    old = tampered(
         path,
         tmp_path / "old.skptr",
         _written_before_the_attention_encoder,

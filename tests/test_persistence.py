@@ -7,6 +7,7 @@ import zipfile
 import keras
 import numpy as np
 import pytest
+from _files import tampered
 
 import skptr
 from skptr import PointerNetworkOrderer
@@ -18,17 +19,6 @@ def hull_model():
     X, y = make_convex_hull(n_samples=200, n_points=6, random_state=0)
     estimator = PointerNetworkOrderer(hidden_size=8, epochs=2, random_state=0, decode="beam")
     return estimator.fit(X, y), X
-
-
-def _rewrite_metadata(source, target, change):
-    with zipfile.ZipFile(source) as archive:
-        members = {name: archive.read(name) for name in archive.namelist()}
-    metadata = json.loads(members["skptr.json"])
-    change(metadata)
-    members["skptr.json"] = json.dumps(metadata).encode()
-    with zipfile.ZipFile(target, "w") as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
 
 
 def test_round_trip_predicts_identically(hull_model, tmp_path):
@@ -104,15 +94,15 @@ def test_incompatible_versions_are_refused(hull_model, tmp_path):
     path = tmp_path / "hull.skptr"
     estimator.save(path)
     old = tmp_path / "old.skptr"
-    _rewrite_metadata(path, old, lambda m: m.update(skptr_version="0.0.1"))
+    tampered(path, old, lambda m: m.update(skptr_version="0.0.1"))
     with pytest.raises(ValueError, match=r"written by skptr 0\.0\.1, which is incompatible"):
         skptr.load(old)
     future_format = tmp_path / "future.skptr"
-    _rewrite_metadata(path, future_format, lambda m: m.update(format_version=99))
+    tampered(path, future_format, lambda m: m.update(format_version=99))
     with pytest.raises(ValueError, match="file format version 99"):
         skptr.load(future_format)
     other_keras = tmp_path / "keras2.skptr"
-    _rewrite_metadata(path, other_keras, lambda m: m.update(keras_version="2.15.0"))
+    tampered(path, other_keras, lambda m: m.update(keras_version="2.15.0"))
     with pytest.raises(ValueError, match=r"Keras 2\.15\.0"):
         skptr.load(other_keras)
 
@@ -122,7 +112,7 @@ def test_only_skptr_classes_can_be_loaded(hull_model, tmp_path):
     path = tmp_path / "hull.skptr"
     estimator.save(path)
     hostile = tmp_path / "hostile.skptr"
-    _rewrite_metadata(path, hostile, lambda m: m.update(estimator="os.system"))
+    tampered(path, hostile, lambda m: m.update(estimator="os.system"))
     with pytest.raises(ValueError, match=r"unknown estimator class 'os\.system'"):
         skptr.load(hostile)
 
