@@ -5,13 +5,17 @@ of class labels. For skptr a 2-D X is a batch of sequences and y holds one *sequ
 per sample (an ordering of input positions, or a token sequence). Because the pointer
 estimator declares multi-output targets, the checks pass y as a column, i.e. one-step
 orderings, and most checks run for real. The few that cannot pass are listed below with
-their reason; each has a sequence-aware twin in ``tests/test_sklearn_contract.py``.
-The list is strict: a listed check that starts passing fails the suite.
+their reason and the error that reason produces; each has a sequence-aware twin in
+``tests/test_sklearn_contract.py``. The list is strict: a listed check that starts
+passing, or that fails with another error, fails the suite.
 """
 
+import re
+from dataclasses import dataclass
 from functools import partial
 from unittest import SkipTest
 
+import numpy as np
 import pytest
 from sklearn.utils.estimator_checks import (
     _get_check_estimator_ids,
@@ -21,9 +25,28 @@ from sklearn.utils.estimator_checks import (
 from skptr import NeuralStackTransducer, PointerNetworkOrderer
 from skptr.preprocessing import SequenceScaler
 
-LABELS_ARE_NOT_POSITIONS = (
+
+@dataclass(frozen=True)
+class Fails:
+    """How a check fails, for its stated reason.
+
+    ``match`` is searched in the error's message; ``line`` in the source line of the
+    check that raised it (for bare asserts, which carry no message); ``cause`` in the
+    message of the error that the check's own error was raised from.
+    """
+
+    reason: str
+    error: type[BaseException]
+    match: str = ""
+    line: str = ""
+    cause: str = ""
+
+
+LABELS_ARE_NOT_POSITIONS = Fails(
     "feeds y = class labels 0..2 as one-step orderings of 2-step sequences, so index 2 is "
-    "out of range and correctly rejected (twin in test_sklearn_contract.py)"
+    "out of range and correctly rejected (twin in test_sklearn_contract.py)",
+    ValueError,
+    r"y\[\d+\] holds index 2, outside the 2 positions of X\[\d+\]",
 )
 
 N_FEATURES_PER_STEP = (
@@ -31,42 +54,47 @@ N_FEATURES_PER_STEP = (
     "(the sequence length, which may differ at predict time) "
     "(twin: test_n_features_in_is_features_per_step)"
 )
-EMPTY_SEQUENCES = (
+N_FEATURES_IN = Fails(
+    N_FEATURES_PER_STEP, AssertionError, line=r"assert estimator\.n_features_in_ == X\.shape\[1\]"
+)
+EMPTY_SEQUENCES = Fails(
     "a 2-D X of shape (n, 0) is n empty sequences and is reported as 'X[0] is an empty "
-    "sequence', not as '0 feature(s)' (twin: test_empty_input_messages)"
+    "sequence', not as '0 feature(s)' (twin: test_empty_input_messages)",
+    AssertionError,
+    r"should contain one of the following patterns:[\s\S]*Got X\[0\] is an empty sequence",
 )
 
 POINTER_EXPECTED_FAILED_CHECKS = {
     "check_estimators_overwrite_params": LABELS_ARE_NOT_POSITIONS,
     "check_estimators_fit_returns_self": LABELS_ARE_NOT_POSITIONS,
     "check_readonly_memmap_input": LABELS_ARE_NOT_POSITIONS,
-    "check_fit2d_1feature": (
+    "check_fit2d_1feature": Fails(
         "X with one column is a batch of 1-step sequences, so label y values >= 1 are "
-        "out-of-range positions and correctly rejected (twin: test_one_step_sequences)"
+        "out-of-range positions and correctly rejected (twin: test_one_step_sequences)",
+        AssertionError,
+        r"following patterns:[\s\S]*Got y\[\d+\] holds index 1, outside the 1 positions",
     ),
-    "check_n_features_in": N_FEATURES_PER_STEP,
-    "check_n_features_in_after_fitting": N_FEATURES_PER_STEP,
+    "check_n_features_in": N_FEATURES_IN,
+    "check_n_features_in_after_fitting": N_FEATURES_IN,
     "check_estimators_empty_data_messages": EMPTY_SEQUENCES,
-    "check_methods_sample_order_invariance": (
-        "predict_proba is float32: a different batch composition changes probabilities "
-        "by about 1 ulp (2e-7 relative), above the check's float64 tolerance; predict is "
-        "identical (twin: test_sample_order_and_subset_invariance)"
-    ),
 }
 
-
 SCALER_EXPECTED_FAILED_CHECKS = {
-    "check_transformer_data_not_an_array": (
+    "check_transformer_data_not_an_array": Fails(
         "X given as a list of lists is a list of sequences, and comes back as a list of "
-        "arrays because lengths may differ (twin: test_layouts_are_preserved)"
+        "arrays because lengths may differ (twin: test_layouts_are_preserved)",
+        AttributeError,
+        r"'list' object has no attribute 'shape'",
     ),
-    "check_n_features_in": N_FEATURES_PER_STEP,
-    "check_n_features_in_after_fitting": N_FEATURES_PER_STEP,
+    "check_n_features_in": N_FEATURES_IN,
+    "check_n_features_in_after_fitting": N_FEATURES_IN,
     "check_estimators_empty_data_messages": EMPTY_SEQUENCES,
-    "check_transformer_general": (
+    "check_transformer_general": Fails(
         "transforming sequences of another length than seen in fit is allowed by design; "
         "a different number of features per step is rejected "
-        "(twin: test_scaler_accepts_other_lengths_rejects_other_features)"
+        "(twin: test_scaler_accepts_other_lengths_rejects_other_features)",
+        AssertionError,
+        r"does not raise an error when the number of features in transform is different",
     ),
 }
 
@@ -75,8 +103,9 @@ FLOAT_TOKENS = (
     "tokens and a float token is rejected with a ValueError naming the sample "
     "(twin in test_sklearn_contract.py, on strings)"
 )
+FLOAT_TOKEN_ERROR = r"X\[\d+\] has the number token [-\d.e]+ at position \d+; tokens are discrete"
 TRANSDUCER_EXPECTED_FAILED_CHECKS = {
-    name: FLOAT_TOKENS
+    name: Fails(FLOAT_TOKENS, ValueError, FLOAT_TOKEN_ERROR)
     for name in [
         "check_dict_unchanged",
         "check_dont_overwrite_parameters",
@@ -87,8 +116,6 @@ TRANSDUCER_EXPECTED_FAILED_CHECKS = {
         "check_estimators_overwrite_params",
         "check_estimators_pickle",
         "check_f_contiguous_array_estimator",
-        "check_fit2d_1feature",
-        "check_fit2d_1sample",
         "check_fit2d_predict1d",
         "check_fit_check_is_fitted",
         "check_fit_idempotent",
@@ -98,28 +125,33 @@ TRANSDUCER_EXPECTED_FAILED_CHECKS = {
         "check_n_features_in",
         "check_n_features_in_after_fitting",
         "check_pipeline_consistency",
-        "check_positive_only_tag_during_fit",
         "check_readonly_memmap_input",
     ]
 }
-TRANSDUCER_EXPECTED_FAILED_CHECKS["check_estimators_empty_data_messages"] = (
-    "a 2-D X of shape (n, 0) is n empty token sequences, which are valid sources (the "
-    "reversal of '' is ''), so fit does not raise (twin: test_transducer_empty_sequences)"
+TRANSDUCER_EXPECTED_FAILED_CHECKS.update(
+    {
+        # These checks catch the ValueError and fail with their own AssertionError.
+        "check_fit2d_1feature": Fails(FLOAT_TOKENS, AssertionError, "Got " + FLOAT_TOKEN_ERROR),
+        "check_fit2d_1sample": Fails(FLOAT_TOKENS, AssertionError, "Got " + FLOAT_TOKEN_ERROR),
+        "check_positive_only_tag_during_fit": Fails(
+            FLOAT_TOKENS,
+            AssertionError,
+            "raised ValueError unexpectedly",
+            cause=FLOAT_TOKEN_ERROR,
+        ),
+        "check_estimators_empty_data_messages": Fails(
+            "a 2-D X of shape (n, 0) is n empty token sequences, which are valid sources (the "
+            "reversal of '' is ''), so fit does not raise (twin: test_transducer_empty_sequences)",
+            AssertionError,
+            r"Did not raise: \[<class 'ValueError'>\]",
+        ),
+    }
 )
 
 EXPECTED_FAILED_CHECKS = {
     "PointerNetworkOrderer": POINTER_EXPECTED_FAILED_CHECKS,
     "NeuralStackTransducer": TRANSDUCER_EXPECTED_FAILED_CHECKS,
     "SequenceScaler": SCALER_EXPECTED_FAILED_CHECKS,
-}
-
-# Probabilities computed in float32 differ by ~1 ulp between batch compositions, so this
-# check fails on some runs and passes on others.
-FLAKY_IN_FLOAT32 = {
-    "PointerNetworkOrderer": {
-        "check_methods_sample_order_invariance",
-        "check_methods_subset_invariance",
-    }
 }
 
 
@@ -162,23 +194,34 @@ ESTIMATORS = [
 ]
 
 
-@pytest.mark.parametrize(("estimator", "check"), _all_checks(ESTIMATORS))
-def test_sklearn_check(estimator, check):
-    name = _check_name(check)
-    expected_failures = EXPECTED_FAILED_CHECKS[type(estimator).__name__]
-    flaky = FLAKY_IN_FLOAT32.get(type(estimator).__name__, set())
-    if name in expected_failures and name not in flaky:
-        with pytest.raises(Exception):  # noqa: B017 - any failure of the check
-            check(estimator)
-        return
+def _run(check, estimator):
+    # check_methods_sample_order_invariance draws its permutation from NumPy's global
+    # generator; a fixed seed makes every check see the same data on every run.
+    state = np.random.get_state()
+    np.random.seed(0)
     try:
         check(estimator)
-    except AssertionError:
-        if name not in flaky:
-            raise
-        pytest.xfail(expected_failures.get(name, "float32 batch noise"))
-    except SkipTest as skip:
-        pytest.skip(str(skip))
+    finally:
+        np.random.set_state(state)
+
+
+@pytest.mark.parametrize(("estimator", "check"), _all_checks(ESTIMATORS))
+def test_sklearn_check(estimator, check):
+    expected = EXPECTED_FAILED_CHECKS[type(estimator).__name__].get(_check_name(check))
+    if expected is None:
+        try:
+            _run(check, estimator)
+        except SkipTest as skip:
+            pytest.skip(str(skip))
+        return
+    with pytest.raises(expected.error) as failure:
+        _run(check, estimator)
+    error, failing_line = failure.value, str(failure.traceback[-1].statement)
+    cause = str(error.__cause__ or "")
+    because = f"expected to fail because it {expected.reason}"
+    assert re.search(expected.match, str(error)), f"{because}; failed with: {error}"
+    assert re.search(expected.line, failing_line), f"{because}; failed at: {failing_line}"
+    assert re.search(expected.cause, cause), f"{because}; failed from: {cause}"
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
