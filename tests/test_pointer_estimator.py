@@ -188,15 +188,6 @@ def test_several_steps_per_call_unless_a_callback_watches_batches(tiny_data):
     assert recorder.batches == [0, 1, 2, 3, 4] * 2
 
 
-def test_fitting_does_not_touch_global_random_state(tiny_data):
-    X, y = tiny_data
-    np.random.seed(123)
-    expected = np.random.rand()
-    np.random.seed(123)
-    PointerNetworkOrderer(**SMALL).fit(X, y)
-    assert np.random.rand() == expected
-
-
 def test_history_validation_verbosity_and_callbacks(tiny_data, capsys):
     X, y = tiny_data
     estimator = PointerNetworkOrderer(**{**SMALL, "epochs": 3, "validation_fraction": 0.2})
@@ -254,15 +245,6 @@ def test_learning_rate_decays_per_epoch_across_warm_starts(tiny_data):
     np.testing.assert_allclose(estimator.history_["learning_rate"][5:], [0.1], rtol=1e-6)
     estimator.set_params(warm_start=False, epochs=2, learning_rate_decay=0.5).fit(X, y)
     np.testing.assert_allclose(estimator.history_["learning_rate"], [0.1, 0.05], rtol=1e-6)
-
-
-def test_n_features_in_is_features_per_step():
-    X, y = make_convex_hull(n_samples=50, n_points=6, random_state=0)
-    estimator = PointerNetworkOrderer(**SMALL).fit(X, y)
-    assert estimator.n_features_in_ == 2
-    assert estimator.ordered_subsets_
-    with pytest.raises(ValueError, match="fitted with 2 features per step"):
-        estimator.predict(np.zeros((3, 6)))
 
 
 @pytest.mark.parametrize(

@@ -91,12 +91,6 @@ def test_sample_order_and_subset_invariance(data, fitted):
         np.testing.assert_array_equal(fitted.predict(X[batch]), full_predictions[batch])
 
 
-def test_fit_is_idempotent(data, fitted):
-    X, y = data
-    refit = clone(fitted).fit(X, y).fit(X, y)
-    np.testing.assert_array_equal(refit.predict_proba(X), fitted.predict_proba(X))
-
-
 def test_clone_of_fitted_estimator_is_unfitted(data, fitted):
     X, _ = data
     check_is_fitted(fitted)
