@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test,plot,jax]"
+	$(BIN)/python -m pip install --quiet -e ".[test,plot,jax,bench]"
 	touch $(STAMP)
 
 install: $(STAMP)

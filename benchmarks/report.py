@@ -1,12 +1,15 @@
-"""Turn saved benchmark results into plots, a markdown report and the docs page.
+"""Turn saved benchmark results into plots, a Markdown report and the docs page.
 
-The report is described once, as a list of blocks (headings, paragraphs, tables and
-figures), and rendered twice: to Markdown (``README.md`` beside the results) and to
-reStructuredText (``docs/benchmarks.rst``).
+The report's text is the template ``report.md.jinja``; this module computes its table
+rows and the numbers its prose quotes from the result files, renders it to Markdown
+(``README.md`` beside the results) and converts that to reStructuredText
+(``docs/benchmarks.rst``). ``findings.md``, short measurements kept outside the tables,
+becomes the report's "Other measurements" section.
 """
 
 from __future__ import annotations
 
+import re
 import statistics
 from pathlib import Path
 
@@ -20,6 +23,8 @@ from .speed import decoding_exponents, growth_exponents
 __all__ = ["write_report"]
 
 DOCS_PAGE = Path(__file__).parent.parent / "docs" / "benchmarks.rst"
+TEMPLATE = "report.md.jinja"
+FINDINGS = Path(__file__).parent / "findings.md"
 
 # Published numbers (../shared/ANCHORS.md).
 PUBLISHED_FLOAT_SORT = {
@@ -50,68 +55,87 @@ TASK_NAMES = {
 }
 
 
-# ------------------------------------------------------------------------ blocks
-def heading(text, level):
-    return ("heading", text, level)
+# ------------------------------------------------------------------------ rendering
+def _table(header, rows):
+    """A Markdown table."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
 
 
-def para(text):
-    return ("para", text)
+def _figure(filename, alt):
+    return f"![{alt}]({filename})"
 
 
-def table(header, rows):
-    return ("table", header, rows)
+def render_markdown(context):
+    """The report in Markdown, from the template and ``context``."""
+    import jinja2
 
-
-def figure(filename, alt):
-    return ("figure", filename, alt)
-
-
-def _to_markdown(blocks):
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(__file__).parent),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    template = environment.get_template(TEMPLATE)
     lines = []
-    for block in blocks:
-        kind = block[0]
-        if kind == "heading":
-            lines += ["#" * block[2] + " " + block[1], ""]
-        elif kind == "para":
-            lines += [block[1], ""]
-        elif kind == "table":
-            header, rows = block[1], block[2]
-            lines.append("| " + " | ".join(header) + " |")
-            lines.append("|" + "|".join(" --- " for _ in header) + "|")
-            lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    for line in template.render(**context, table=_table, figure=_figure).splitlines():
+        previous = lines[-1] if lines else ""
+        starts_block = line.startswith(("#", "![")) or line.startswith("|") != previous.startswith(
+            "|"
+        )
+        if previous and line and (starts_block or previous.startswith("#")):
             lines.append("")
-        elif kind == "figure":
-            lines += [f"![{block[2]}]({block[1]})", ""]
-    return "\n".join(lines)
+        if line or previous:
+            lines.append(line)
+    return "\n".join(lines).strip() + "\n"
 
 
 def _rst_inline(text):
-    # Markdown code spans become reST literals; ** bold ** is the same in both.
+    """Markdown code spans and links as reStructuredText (emphasis is the same)."""
     parts = text.split("`")
-    return "".join(p if i % 2 == 0 else f"``{p}``" for i, p in enumerate(parts))
+    text = "".join(p if i % 2 == 0 else f"``{p}``" for i, p in enumerate(parts))
+    return re.sub(r"\[([^\]]+)\]\(([^)]+)\)", r"`\1 <\2>`_", text)
 
 
-def _to_rst(blocks, image_prefix):
-    marks = {1: "=", 2: "-", 3: "~"}
-    lines = [".. _benchmarks:", ""]
-    for block in blocks:
-        kind = block[0]
-        if kind == "heading":
-            lines += [block[1], marks[block[2]] * len(block[1]), ""]
-        elif kind == "para":
-            lines += [_rst_inline(block[1]), ""]
-        elif kind == "table":
-            header, rows = block[1], block[2]
+def markdown_to_rst(text, image_prefix):
+    """The report's Markdown (headings, paragraphs, lists, tables, figures) as reST."""
+    marks = {1: "=", 2: "-", 3: "~", 4: "^"}
+    lines, rows, paragraph = [".. _benchmarks:", ""], [], []
+    for line in [*text.splitlines(), ""]:
+        if paragraph and (not line or line.startswith(("|", "#", "![", "- "))):
+            lines.append(_rst_inline(" ".join(paragraph)))
+            paragraph = []
+        if line.startswith("|"):
+            if not set(line) <= set("|- "):
+                rows.append([_rst_inline(c.strip()) or "\\" for c in line.strip("|").split(" | ")])
+            continue
+        if rows:
             lines += [".. list-table::", "   :header-rows: 1", ""]
-            for row in [header, *rows]:
-                cells = [_rst_inline(str(c)) or "\\" for c in row]
-                lines.append(f"   * - {cells[0]}")
-                lines += [f"     - {c}" for c in cells[1:]]
+            for row in rows:
+                lines += [f"   * - {row[0]}", *(f"     - {cell}" for cell in row[1:])]
             lines.append("")
-        elif kind == "figure":
-            lines += [f".. image:: {image_prefix}{block[1]}", f"   :alt: {block[2]}", ""]
-    return "\n".join(lines)
+            rows = []
+        heading = re.match(r"(#+) (.*)", line)
+        figure = re.match(r"!\[(.*)\]\((.*)\)$", line)
+        if heading:
+            title = _rst_inline(heading[2])
+            lines += [title, marks[len(heading[1])] * len(title)]
+        elif figure:
+            lines += [f".. image:: {image_prefix}{figure[2]}", f"   :alt: {figure[1]}"]
+        elif line:
+            paragraph.append(line)
+        else:
+            lines.append("")
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines).rstrip() + "\n")
+
+
+def _findings():
+    """``findings.md``, its headings one level down, to follow the report's own."""
+    if not FINDINGS.exists():
+        return ""
+    return re.sub(r"^#", "##", FINDINGS.read_text(), flags=re.MULTILINE)
 
 
 # ------------------------------------------------------------------------ helpers
@@ -257,115 +281,6 @@ def _budget_cell(scores, metric):
     if "area_coverage" in scores:
         text += f" (area {100 * scores['area_coverage']:.1f} %)"
     return text
-
-
-def _torch_blocks(section):
-    row = section["results"][0]
-    commit = section["device"].get("skptr_commit", "?")
-    blocks = [heading(f"Pointer network against PyTorch ({row['backend']})", 2)]
-    if row.get("torch") is None:
-        return [*blocks, para("PyTorch was not installed in this run: no reference rows.")]
-    blocks.append(
-        para(
-            f"Convex hulls of 10 points, one-layer unidirectional LSTM encoder and decoder "
-            f"of {row['hidden_size']} units, batch {row['batch_size']}, skptr at {commit} on "
-            f"{row['backend']}; the reference is `benchmarks/_torch_reference.py` "
-            f"(PyTorch {row['torch']}, {row['torch_threads']} threads, in a process of its "
-            "own), the same network "
-            "written as public PyTorch pointer networks are: fused `nn.LSTM` calls for "
-            "training, a Python loop of batched calls over output steps for decoding "
-            f"(batch 512). Training: `est.fit` of one epoch of {row['n_train']:,} sequences "
-            f"against the reference's epoch; decoding: `est.predict` of {row['n_infer']:,} "
-            "sequences. Median of interleaved repeats."
-        )
-    )
-    rows = []
-    for name, label in (
-        ("train", "training"),
-        ("greedy", "greedy decoding"),
-        ("beam3", "beam search, width 3"),
-    ):
-        rows.append(
-            [
-                label,
-                _fmt(row[f"{name}_seq_per_s"]),
-                _fmt(row[f"torch_{name}_seq_per_s"]),
-                f"x{row[f'{name}_ratio']:.2f}",
-            ]
-        )
-    blocks.append(table(["sequences / s", "skptr", "PyTorch reference", "ratio"], rows))
-    return blocks
-
-
-def _budget_blocks(section):
-    rows = section["results"]
-    commit = section["device"].get("skptr_commit", "?")
-    blocks = [heading("Pointer network after a budget of training seconds", 2)]
-    presets = {}  # name -> parameter -> task -> value
-    for row in rows:
-        if row.get("settings", "defaults") != "defaults":
-            for key, value in row["params"].items():
-                presets.setdefault(row["settings"], {}).setdefault(key, {})[row["task"]] = value
-
-    def setting(key, by_task):
-        values = set(map(repr, by_task.values()))
-        if len(values) == 1:
-            return f"`{key}={values.pop()}`"
-        return f"`{key}` " + ", ".join(f"`{v!r}` ({task})" for task, v in by_task.items())
-
-    preset_text = "".join(
-        f' The preset "{name}" sets '
-        + ", ".join(setting(key, by_task) for key, by_task in params.items())
-        + "."
-        for name, params in presets.items()
-    )
-    blocks.append(
-        para(
-            f"The `PointerNetworkOrderer` with its defaults, or a preset below (skptr at "
-            f"{commit}, {rows[0]['backend']}, `random_state=0`), trains one epoch per `fit` call "
-            "(`warm_start=True`) on a pool of training instances until the training time "
-            "reaches the budget (300 s, 1,200 s for hull50 and tsp20). The pools come from "
-            "`skptr.datasets`, but hull50's mixes 5 to 50 points (Vinyals et al.'s "
-            "training set) and tsp20's is labelled by LKH-3 (the `elkai` package). The "
-            "test instances are drawn with NumPy and labelled by the benchmark (SciPy's "
-            "hull, exact Held-Karp tours for 10 cities, LKH-3 tours for 20, `argsort`); "
-            "tour ratios are against those tours. Evaluation time is not counted."
-            + preset_text
-            + section.get("note", "")
-        )
-    )
-    table_rows = []
-    for row in rows:
-        metric = "tour_ratio" if row["task"].startswith("tsp") else "exact"
-        beam = next(k for k in row if k.startswith("beam") and not k.endswith("instance"))
-        table_rows.append(
-            [
-                row["task"],
-                row.get("settings", "defaults")
-                + (f", random_state={row['random_state']}" if "random_state" in row else ""),
-                f"{row['seconds']:.0f} s, {row['epochs']} epochs of {row['n_train']:,}",
-                metric.replace("_", " "),
-                _budget_cell(row["greedy"], metric),
-                _budget_cell(row[beam], metric),
-                f"{row['greedy_ms_per_instance']:.3f} / {row[beam + '_ms_per_instance']:.3f}",
-            ]
-        )
-    blocks.append(
-        table(
-            [
-                "task",
-                "settings",
-                "training",
-                "metric",
-                "greedy",
-                "beam 3",
-                "ms per instance (greedy / beam)",
-            ],
-            table_rows,
-        )
-    )
-    blocks.append(figure("pointer_budget.png", "accuracy against training seconds"))
-    return blocks
 
 
 # ------------------------------------------------------------------------ report
@@ -550,32 +465,6 @@ def _headline(data, device):
     return rows
 
 
-TRANSDUCTION_SECTIONS = {
-    "transduction_short": (
-        "Short training, far tests",
-        "Trained on {n_train} plain NumPy strings over {{a, b}} of lengths {train} (not "
-        "drawn with `skptr.datasets`), tested on {n_test} strings per length range. The "
-        "targets: coarse accuracy at least 0.99 on 1-10 and 0.95 on 11-20, fine accuracy "
-        "at least 0.95 on 41-64 and 0.90 on 65-128, on every seed.",
-    ),
-    "transduction_grefenstette": (
-        "Grefenstette et al. (2015) protocol",
-        "Trained on {n_train} pairs of `make_transduction` with sources of {train} "
-        "tokens, tested on {n_test} longer sources per range (the paper trains on 8-64 "
-        "and tests on 65-128). Published: the paper's Fig. 2a, whose `memory=None` column "
-        "is their best deep LSTM.",
-    ),
-    "transduction_deletang": (
-        "Delétang et al. (2023) protocol",
-        "Trained on {n_train} plain NumPy strings over {{a, b}} of lengths {train}, tested "
-        "on {n_test} strings per range (the paper trains on 1-40 and tests on 41-500). "
-        "Their metric is the per-token accuracy, the share of target positions predicted "
-        "right; ours decodes autoregressively, which is harder, since one error can shift "
-        "every later token. Published: reverse string Stack-RNN 100 %, LSTM about 61 %; "
-        "duplicate string near chance for both, 100 % only for a tape model with a "
-        "hand-built jump action.",
-    ),
-}
 PUBLISHED_DELETANG = {("reversal", "stack"): "100 %", ("reversal", "none"): "61 %"}
 
 
@@ -621,108 +510,6 @@ def _transduction_summary(rows):
             ]
         )
     return summary
-
-
-def _transduction_blocks(section, title, text, short):
-    """Heading, text and table of one transduction protocol's saved section."""
-    blocks = []
-    rows = section["results"]
-    backend = {"tensorflow": "TensorFlow", "jax": "JAX"}[section["device"]["keras_backend"]]
-    text = text.format(
-        n_train=f"{rows[0]['n_train']:,}",
-        train="{}-{}".format(*rows[0]["train_lengths"]),
-        n_test=section["config"]["n_test"],
-    )
-    blocks.append(heading(f"Transduction: {title} ({backend})", 2))
-    metric = "per-token" if rows[0]["protocol"] == "deletang" else "fine"
-    blocks.append(
-        para(
-            f"{text} Defaults of `NeuralStackTransducer`, {backend} on {short}, skptr at "
-            f"{section['device'].get('skptr_commit', '?')}. Cells are coarse / "
-            f"{metric} accuracy, the mean over the seeds ({len({r['seed'] for r in rows})}) "
-            "and, in brackets, the worst seed. `fit` is the mean fit time and "
-            "the mean number of initialisations tried (of `n_init`). A task followed by "
-            "settings in brackets was fitted with those instead of the defaults. "
-            + section.get("note", "")
-        )
-    )
-    blocks.append(
-        table(
-            [
-                "task",
-                "memory",
-                *(f"lengths {k}" for k in rows[0]["tests"]),
-                "published",
-                "seeds",
-                "fit",
-            ],
-            _transduction_summary(rows),
-        )
-    )
-    return blocks
-
-
-def _svo_error_blocks(section):
-    """Heading, text and table of the ``svo_errors`` section."""
-    rows = section["results"]
-    backend = {"tensorflow": "TensorFlow", "jax": "JAX"}[section["device"]["keras_backend"]]
-    settings = rows[0]["params"]
-    blocks = [heading(f"SVO to SOV: where the outputs go wrong ({backend})", 3)]
-    blocks.append(
-        para(
-            "`NeuralStackTransducer(memory='deque')` with "
-            + (", ".join(f"`{k}={v!r}`" for k, v in settings.items()) or "its defaults")
-            + f", fitted as in the Grefenstette protocol above ({backend}, skptr at "
-            f"{section['device'].get('skptr_commit', '?')}), predicts new sentences "
-            "drawn by `make_transduction`: those of 65-128 words are the protocol's test "
-            "sentences of the same seed. The target is the source with its main verb "
-            "moved to the end. Each output is right up to its last word or wrong earlier; "
-            "of the first, the columns count the exact ones and what the last word is "
-            "instead of the main verb. `by depth` gives, for each nesting depth of the "
-            "subject's relative clauses, the main verb's errors among the outputs right up "
-            "to it. " + section.get("note", "")
-        )
-    )
-    body = [
-        [
-            r["seed"],
-            r["test_lengths"],
-            r["n_test"],
-            r["right up to the last word"],
-            r["exact"],
-            r["last word a verb of the subject's relative clauses"],
-            r["last word a verb of the object's relative clauses"],
-            r["last word another verb"] + r["last word not a verb"],
-            r["last word missing"],
-            r["wrong earlier"],
-            ", ".join(
-                f"{depth}: {wrong}/{total}"
-                for depth, (wrong, total) in r["main verb wrong by subject depth"].items()
-            ),
-            f"{r['final_loss']:.3f} after {r['epochs']} epochs",
-        ]
-        for r in rows
-    ]
-    blocks.append(
-        table(
-            [
-                "seed",
-                "words",
-                "sentences",
-                "right up to the last word",
-                "exact",
-                "last word: a verb of the subject's clauses",
-                "of the object's",
-                "other",
-                "missing",
-                "wrong earlier",
-                "by depth",
-                "training loss",
-            ],
-            body,
-        )
-    )
-    return blocks
 
 
 def _jax_versions(data):
@@ -779,76 +566,6 @@ def _backend_comparison(data):
     return comparison
 
 
-def _precision_blocks(rows, where, level):
-    """The table of the precision section's rows."""
-    first = rows[0]
-    blocks = [heading(f"Mixed precision {where}", level)]
-    blocks.append(
-        para(
-            "Each model trained from the same data and `random_state` under each "
-            "`dtype_policy` (float32 weights, 16-bit computation for the mixed ones): "
-            f"{first['epochs']} epochs of {first['n_train']:,} samples, hidden size "
-            f"{first['hidden_size']}, then scored on {first['n_test']:,} inputs drawn "
-            f"with NumPy (pointer network: {first.get('length', 10)} points sorted by their "
-            "first coordinate; transducer: reversal of strings of 1-"
-            f"{first.get('length', 10)} letters out of 8). Throughputs are "
-            "medians of one-epoch fits and `predict` calls interleaved across the "
-            "policies; the ratios compare each policy with float32 at the same batch size."
-        )
-    )
-    body = [
-        [
-            r["backend"],
-            r["accelerator"],
-            r["model"],
-            r["batch_size"],
-            r["policy"],
-            f"{r['train_seq_per_s']:,.0f} (\u00d7{r['train_vs_float32']:.2f})",
-            f"{r['greedy_seq_per_s']:,.0f} (\u00d7{r['greedy_vs_float32']:.2f})",
-            f"{r['exact']:.3f}",
-            f"{r['first_fit_s']:.1f}",
-        ]
-        for r in rows
-    ]
-    blocks.append(
-        table(
-            [
-                "backend",
-                "device",
-                "model",
-                "batch",
-                "dtype_policy",
-                "training, seq/s",
-                "greedy, seq/s",
-                "exact",
-                "first fit, s",
-            ],
-            body,
-        )
-    )
-    return blocks
-
-
-def _restarts_table(rows):
-    """The ``transducer_restarts`` rows: fit seconds of each ``n_init``."""
-    body = [
-        [
-            r["backend"],
-            r["n_init"],
-            _population_label(r),
-            r["runs"],
-            f"{r['n_samples']:,} \u00d7 {r['epochs']}",
-            _seconds_and_spread(r),
-            f"\u00d7{r['ratio']:.2f}",
-        ]
-        for r in rows
-    ]
-    return table(
-        ["backend", "n_init", "trained", "runs", "samples \u00d7 epochs", "fit, s", "vs first"],
-        body,
-    )
-
-
 def _seconds_and_spread(row):
     """A row's median fit seconds, and the range of its repeats when there are several."""
     seconds = row.get("fit_seconds", [])
@@ -865,609 +582,472 @@ def _population_label(row):
     return "side by side" if row.get("population") is True else "one after another"
 
 
-def _gpu_blocks(data):
-    """The rows measured on a GPU host: ``benchmarks/results/gpu/``."""
-    gpu = {key.split("/", 1)[1]: value for key, value in data.items() if "/" in key}
-    if not gpu:
-        return [
-            heading("On a GPU", 2),
-            para("No GPU rows have been measured (`benchmarks/results/gpu/` is empty)."),
-        ]
-    device = next(v["device"] for v in gpu.values() if "device" in v)
-    blocks = [heading(f"On one GPU ({device['accelerator']}, {device['keras_backend']})", 2)]
-    blocks.append(
-        para(
-            f"Measured on a host with one {device['accelerator']}, "
-            f"{device['cpu_cores']} CPU cores, JAX {device.get('jax')} and Keras "
-            f"{device['keras']}, with `python -m benchmarks --backend jax --output DIR "
-            "--set ...` (the budgets changed by `--set` are in each file's `config`) and "
-            "copied to `benchmarks/results/gpu/`. That host had no TensorFlow, so there are "
-            "no TensorFlow GPU rows. Ratios compare models measured in the same run."
-        )
-    )
-    if "precision.jax" in gpu:
-        blocks += _precision_blocks(gpu["precision.jax"]["results"], "on the GPU", 3)
-    if "pointer_speed.jax" in gpu:
-        blocks.append(heading("Pointer network against a plain Keras model on the GPU", 3))
-        blocks.append(
-            para(
-                "As in the CPU table: one-epoch fits of the estimator's network and of a "
-                "plain Keras encoder-decoder of the same size (batch 128), interleaved, "
-                "and `predict`; ratios above 1: skptr is faster."
-            )
-        )
-        body = [
-            [
-                r["task"],
-                r["hidden_size"],
-                f"{r['n_train']:,}",
-                f"{r['train_seq_per_s']:,.0f}",
-                f"{r['reference_train_seq_per_s']:,.0f}",
-                f"\u00d7{r['train_ratio']:.2f}",
-                f"{r['greedy_seq_per_s']:,.0f}",
-                f"\u00d7{r['greedy_ratio']:.2f}",
-                f"{r.get('beam3_seq_per_s', float('nan')):,.0f}",
-            ]
-            for r in gpu["pointer_speed.jax"]["results"]
-        ]
-        blocks.append(
-            table(
-                [
-                    "task",
-                    "hidden",
-                    "sequences",
-                    "training, seq/s",
-                    "plain Keras, seq/s",
-                    "ratio",
-                    "greedy, seq/s",
-                    "ratio",
-                    "beam 3, seq/s",
-                ],
-                body,
-            )
-        )
-    if "transducer_speed.jax" in gpu:
-        blocks.append(heading("Transducer on the GPU", 3))
-        body = [
-            [
-                r["length"],
-                r["memory"] or "none (LSTM only)",
-                f"{r['n_train']} / {r['batch_size']}",
-                f"{r['train_seq_per_s']:,.0f}",
-                f"{r['decode_seq_per_s']:,.0f}",
-            ]
-            for r in gpu["transducer_speed.jax"]["results"]
-        ]
-        blocks.append(
-            table(
-                ["length", "memory", "samples / batch", "training, seq/s", "greedy, seq/s"],
-                body,
-            )
-        )
-    if "transducer_decoding.jax" in gpu:
-        body = [
-            [
-                r["memory"],
-                r["strengths"],
-                f"{r['length']:,}",
-                f"{r['first_call_s']:.2f}",
-                f"{r['seconds']:.3f}",
-            ]
-            for r in gpu["transducer_decoding.jax"]["results"]
-        ]
-        blocks.append(
-            table(["memory", "strengths", "input tokens", "first call, s", "then, s"], body)
-        )
-    if "transducer_restarts.jax" in gpu:
-        blocks.append(heading("Transducer: the cost of several initialisations on the GPU", 3))
-        blocks.append(
-            para(
-                "Random targets (every initialisation runs to the end), sources of 8-64 "
-                "tokens (streams of up to 130 steps) unless said otherwise, one fit "
-                "each. One after another, the eight runs share the compiled step, and "
-                "each costs little beside "
-                "the first fit's compiling. Side by side, as one population "
-                "(the removed `population=True`), compiling the population's step cost "
-                "more than the runs it saved. " + gpu["transducer_restarts.jax"].get("note", "")
-            )
-        )
-        blocks.append(_restarts_table(gpu["transducer_restarts.jax"]["results"]))
-    if "hull50_budget" in gpu:
-        row = gpu["hull50_budget"]
-        first = row["curve"][0]
-        cpu = [
-            r["greedy"]["exact"]
-            for r in data.get("pointer_budget", {}).get("results", [])
-            if r["task"] == "hull50" and r.get("settings") == row["settings"]
-        ]
-        cpu_text = (
-            f"the CPU reached {min(cpu):.3f}-{max(cpu):.3f} in "
-            f"{data['pointer_budget']['config']['seconds']['hull50']:,} s; "
-            if cpu
-            else ""
-        )
-        blocks.append(heading("Convex hull n=50 under a budget on the GPU", 3))
-        blocks.append(
-            para(
-                f'The `pointer_budget` row of hull-50 with the "{row["settings"]}" '
-                f"preset (`random_state={row.get('random_state', 0)}`), with a budget of "
-                f"{row['budget_s']} s: exact share "
-                f"{row['greedy']['exact']:.3f} greedy, {row['beam3']['exact']:.3f} beam 3 "
-                f"after {row['epochs']} epochs of {row['n_train']:,} hulls ({cpu_text}"
-                f"published: {PUBLISHED_HULL[50][0]} trained on 5-50 points). The first "
-                "epoch ended after "
-                f"{first['seconds']:.0f} s and each later one took about "
-                f"{_later_epoch_seconds(row):.1f} s: "
-                "on JAX the batches cut to their longest sample compile one step per pair "
-                "of cut lengths, so most of the first epoch was compiling, not training."
-            )
-        )
-    if "hull50_batches" in gpu:
-        blocks += _gpu_batches_blocks(gpu["hull50_batches"])
-    return blocks
-
-
 def _later_epoch_seconds(row):
     """Mean training seconds of a budget row's epochs after the first."""
     curve = row["curve"]
     return (curve[-1]["seconds"] - curve[0]["seconds"]) / max(row["epochs"] - 1, 1)
 
 
-def _gpu_batches_blocks(section):
-    """Hull-50 on the GPU in cut and in padded batches (``benchmarks.gpu_batches``)."""
-    body = []
-    for row in section["results"]:
-        body.append(
+# ------------------------------------------------------------------------ context
+def _torch_context(section):
+    row = section["results"][0]
+    context = {**row, "commit": section["device"].get("skptr_commit", "?"), "torch": None}
+    if row.get("torch") is None:
+        return context
+    names = (
+        ("train", "training"),
+        ("greedy", "greedy decoding"),
+        ("beam3", "beam search, width 3"),
+    )
+    context["torch"] = row["torch"]
+    context["rows"] = [
+        [
+            label,
+            _fmt(row[f"{name}_seq_per_s"]),
+            _fmt(row[f"torch_{name}_seq_per_s"]),
+            f"x{row[f'{name}_ratio']:.2f}",
+        ]
+        for name, label in names
+    ]
+    return context
+
+
+def _budget_context(section):
+    rows = section["results"]
+    presets = {}  # name -> parameter -> task -> value
+    for row in rows:
+        if row.get("settings", "defaults") != "defaults":
+            for key, value in row["params"].items():
+                presets.setdefault(row["settings"], {}).setdefault(key, {})[row["task"]] = value
+
+    def setting(key, by_task):
+        values = set(map(repr, by_task.values()))
+        if len(values) == 1:
+            return f"`{key}={values.pop()}`"
+        return f"`{key}` " + ", ".join(f"`{v!r}` ({task})" for task, v in by_task.items())
+
+    table_rows = []
+    for row in rows:
+        metric = "tour_ratio" if row["task"].startswith("tsp") else "exact"
+        beam = next(k for k in row if k.startswith("beam") and not k.endswith("instance"))
+        seed = f", random_state={row['random_state']}" if "random_state" in row else ""
+        table_rows.append(
             [
-                row["settings"],
-                row["batches"],
-                f"{row['curve'][0]['seconds']:.0f}",
-                f"{_later_epoch_seconds(row):.1f}",
-                str(row["epochs"]),
-                f"{row['greedy']['exact']:.3f}",
-                f"{row['beam3']['exact']:.3f}",
+                row["task"],
+                row.get("settings", "defaults") + seed,
+                f"{row['seconds']:.0f} s, {row['epochs']} epochs of {row['n_train']:,}",
+                metric.replace("_", " "),
+                _budget_cell(row["greedy"], metric),
+                _budget_cell(row[beam], metric),
+                f"{row['greedy_ms_per_instance']:.3f} / {row[beam + '_ms_per_instance']:.3f}",
             ]
         )
-    row = section["results"][0]
+    return {
+        "commit": section["device"].get("skptr_commit", "?"),
+        "backend": rows[0]["backend"],
+        "presets": [
+            (name, ", ".join(setting(key, by_task) for key, by_task in params.items()))
+            for name, params in presets.items()
+        ],
+        "note": section.get("note", "").strip(),
+        "rows": table_rows,
+    }
+
+
+def _pointer_speed_context(rows):
+    beams = [k[:-10] for k in rows[0] if k.startswith("beam") and k.endswith("_seq_per_s")]
+    header = ["backend", "task", "hidden", "train", "ref. train", "ratio", "work", "greedy"]
+    header += ["ref. greedy", "ratio", *(f"beam {b[4:]}" for b in beams)]
+    body = [
+        [
+            r["backend"],
+            TASK_NAMES[r["task"]],
+            r["hidden_size"],
+            _fmt(r["train_seq_per_s"]),
+            _fmt(r["reference_train_seq_per_s"]),
+            f"\u00d7{r['train_ratio']:.2f}",
+            f"\u00d7{r['work_ratio']:.2f}",
+            _fmt(r["greedy_seq_per_s"]),
+            _fmt(r["reference_greedy_seq_per_s"]),
+            f"\u00d7{r['greedy_ratio']:.2f}",
+            *(_fmt(r.get(f"{b}_seq_per_s")) for b in beams),
+        ]
+        for r in rows
+    ]
+    first = rows[0]
+    return {
+        "n_train": first["n_train"],
+        "repeats": len(first["train_seconds"]["pointer"]),
+        "n_infer": first["n_infer"],
+        "predict_batch_size": first["predict_batch_size"],
+        "header": header,
+        "rows": body,
+    }
+
+
+def _transducer_speed_context(rows):
+    body = [
+        [
+            r["backend"],
+            r["memory"],
+            r["length"],
+            _fmt(r["train_seq_per_s"], 1),
+            f"\u00d7{r.get('train_ratio_to_none', float('nan')):.2f}",
+            _fmt(r["decode_seq_per_s"], 1),
+            f"\u00d7{r.get('decode_ratio_to_none', float('nan')):.2f}",
+            f"{r['mean_output_length']:.1f}",
+        ]
+        for r in sorted(rows, key=lambda r: (r["length"], r["memory"]))
+    ]
+    exponents = []
+    for backend in dict.fromkeys(r["backend"] for r in rows):
+        of_backend = [r for r in rows if r["backend"] == backend]
+        train = growth_exponents(of_backend, "train_seq_per_s")
+        decode = growth_exponents(of_backend, "decode_seq_per_s")
+        exponents += [[backend, m, _fmt(train[m], 2), _fmt(decode[m], 2)] for m in train]
+    return {"rows": body, "exponents": exponents}
+
+
+def _restarts_rows(rows):
     return [
-        heading("Cut or padded batches on the GPU", 3),
-        para(
-            f"The hull-50 pool ({row['n_train']:,} hulls of 5-50 points), "
-            f"`random_state={row['random_state']}`, {row['budget_s']} s of training, "
-            "each row in its own process (`python -m benchmarks.gpu_batches`); "
-            "'later' is the mean time of the later epochs, in seconds. Cut batches "
-            "compile one step per pair of cut lengths and run no faster than padded "
-            "ones, so JAX pads them on a GPU or TPU (see the compile policy). " + section["note"]
-        ),
-        table(
-            ["settings", "batches", "first epoch, s", "later", "epochs", "greedy", "beam 3"],
-            body,
-        ),
+        [
+            r["backend"],
+            r["n_init"],
+            _population_label(r),
+            r["runs"],
+            f"{r['n_samples']:,} \u00d7 {r['epochs']}",
+            _seconds_and_spread(r),
+            f"\u00d7{r['ratio']:.2f}",
+        ]
+        for r in rows
     ]
 
 
-def build_blocks(data, run):
-    """The report as a list of blocks."""
-    device = run.get("device") or next(iter(data.values()), {}).get("device", {})
-    short = _device_short(device)
-    blocks = [heading("Benchmarks", 1)]
-    blocks.append(
-        para(
-            "Generated by `python -m benchmarks` (`make bench`) from the result files in "
-            "`benchmarks/results/`; do not edit by hand. Speed ratios compare models "
-            "measured in the same run with interleaved repeats, so they are more reliable "
-            "than the absolute numbers on a shared machine. Quality rows use CPU budgets "
-            "far below the papers' (which train on up to a million examples per task); "
-            "each row states its budget."
-        )
-    )
-    blocks.append(heading("Running the benchmarks", 2))
-    blocks.append(
-        para(
-            "`make bench` (or `python -m benchmarks`) runs every section below and writes "
-            "`benchmarks/results/*.json`, this report and its plots; `--only SECTION ...` "
-            "reruns some sections and `--report-only` rebuilds the report from the saved "
-            "results. `make bench ARGS=--quick` runs every section on tiny budgets in a "
-            "few minutes, as the CI smoke test, and writes to `benchmarks/results/quick/` "
-            "instead. `--backend jax` measures on Keras' JAX backend and writes "
-            "`SECTION.jax.json`; the speed tables show the rows of both backends (`make "
-            "bench` runs the speed sections on both). A GPU is used automatically when the "
-            "backend sees one, and the device is recorded with the results. The PyTorch "
-            "reference of `pointer_vs_torch` runs when PyTorch is installed in the same "
-            "environment (`pip install torch`), and the TSP-20 row of `pointer_budget` "
-            "when the `elkai` package (LKH-3) is (`pip install elkai`); skptr depends on "
-            "neither."
-        )
-    )
+def _two_devices_rows(rows):
+    return [
+        [
+            r["backend"],
+            r["model"],
+            f"{r['replicas']}, two processes"
+            if r.get("devices") == "two processes"
+            else r["replicas"],
+            f"{r['train_seq_per_s']:,.0f}",
+            f"{r['greedy_seq_per_s']:,.0f}",
+            f"{r['agreement']:.1%}",
+        ]
+        for r in rows
+    ]
+
+
+def _precision_context(rows):
+    first = rows[0]
+    body = [
+        [
+            r["backend"],
+            r["accelerator"],
+            r["model"],
+            r["batch_size"],
+            r["policy"],
+            f"{r['train_seq_per_s']:,.0f} (\u00d7{r['train_vs_float32']:.2f})",
+            f"{r['greedy_seq_per_s']:,.0f} (\u00d7{r['greedy_vs_float32']:.2f})",
+            f"{r['exact']:.3f}",
+            f"{r['first_fit_s']:.1f}",
+        ]
+        for r in rows
+    ]
+    return {**first, "length": first.get("length", 10), "rows": body}
+
+
+def _decoding_context(rows):
+    body = [
+        [
+            r["backend"],
+            r["memory"],
+            r["strengths"],
+            f"{r['length']:,}",
+            f"{r['first_call_s']:.2f}",
+            f"{r['seconds']:.3f}",
+        ]
+        for r in rows
+    ]
+    exponents = []
+    for backend in dict.fromkeys(r["backend"] for r in rows):
+        of_backend = [r for r in rows if r["backend"] == backend]
+        for (memory, strengths), exponent in decoding_exponents(of_backend).items():
+            lengths = [
+                r["length"]
+                for r in of_backend
+                if (r["memory"], r["strengths"]) == (memory, strengths)
+            ]
+            span = f"{min(lengths):,}-{max(lengths):,}"
+            exponents.append([backend, memory, strengths, span, _fmt(exponent, 2)])
+    return {"rows": body, "exponents": exponents}
+
+
+def _overhead_rows(rows):
+    return [
+        [
+            r["backend"],
+            r["estimator"],
+            f"{r['n_samples']:,} \u00d7 {r['epochs']}",
+            f"{r['estimator_fit_s']:.2f} s",
+            f"{r['keras_fit_s']:.2f} s",
+            f"{r['overhead_s']:+.2f} s ({r['overhead_percent']:+.1f} %)",
+            _seconds(r.get("prepare_data_s")),
+            f"{r['cold_fit_s']:.1f} s",
+        ]
+        for r in rows
+    ]
+
+
+def _transduction_context(section, title):
+    rows = section["results"]
+    tests = list(rows[0]["tests"])
+    return {
+        "title": title,
+        "protocol": rows[0]["protocol"],
+        "backend": {"tensorflow": "TensorFlow", "jax": "JAX"}[section["device"]["keras_backend"]],
+        "n_train": f"{rows[0]['n_train']:,}",
+        "train": "{}-{}".format(*rows[0]["train_lengths"]),
+        "n_test": section["config"]["n_test"],
+        "commit": section["device"].get("skptr_commit", "?"),
+        "metric": "per-token" if rows[0]["protocol"] == "deletang" else "fine",
+        "n_seeds": len({r["seed"] for r in rows}),
+        "note": section.get("note", ""),
+        "header": [
+            "task",
+            "memory",
+            *(f"lengths {k}" for k in tests),
+            "published",
+            "seeds",
+            "fit",
+        ],
+        "rows": _transduction_summary(rows),
+    }
+
+
+def _svo_context(section):
+    rows = section["results"]
+    settings = rows[0]["params"]
+    body = [
+        [
+            r["seed"],
+            r["test_lengths"],
+            r["n_test"],
+            r["right up to the last word"],
+            r["exact"],
+            r["last word a verb of the subject's relative clauses"],
+            r["last word a verb of the object's relative clauses"],
+            r["last word another verb"] + r["last word not a verb"],
+            r["last word missing"],
+            r["wrong earlier"],
+            ", ".join(
+                f"{depth}: {wrong}/{total}"
+                for depth, (wrong, total) in r["main verb wrong by subject depth"].items()
+            ),
+            f"{r['final_loss']:.3f} after {r['epochs']} epochs",
+        ]
+        for r in rows
+    ]
+    return {
+        "backend": {"tensorflow": "TensorFlow", "jax": "JAX"}[section["device"]["keras_backend"]],
+        "settings": ", ".join(f"`{k}={v!r}`" for k, v in settings.items()) or "its defaults",
+        "commit": section["device"].get("skptr_commit", "?"),
+        "note": section.get("note", ""),
+        "rows": body,
+    }
+
+
+def _gpu_context(data):
+    """The rows measured on a GPU host: ``benchmarks/results/gpu/``."""
+    gpu = {key.split("/", 1)[1]: value for key, value in data.items() if "/" in key}
+    if not gpu:
+        return None
+    context = {"device": next(v["device"] for v in gpu.values() if "device" in v)}
+    context["device"].setdefault("jax", None)
+    if "precision.jax" in gpu:
+        context["precision"] = _precision_context(gpu["precision.jax"]["results"])
+    context["pointer_speed"] = [
+        [
+            r["task"],
+            r["hidden_size"],
+            f"{r['n_train']:,}",
+            f"{r['train_seq_per_s']:,.0f}",
+            f"{r['reference_train_seq_per_s']:,.0f}",
+            f"\u00d7{r['train_ratio']:.2f}",
+            f"{r['greedy_seq_per_s']:,.0f}",
+            f"\u00d7{r['greedy_ratio']:.2f}",
+            f"{r.get('beam3_seq_per_s', float('nan')):,.0f}",
+        ]
+        for r in gpu.get("pointer_speed.jax", {}).get("results", [])
+    ]
+    context["transducer_speed"] = [
+        [
+            r["length"],
+            r["memory"] or "none (LSTM only)",
+            f"{r['n_train']} / {r['batch_size']}",
+            f"{r['train_seq_per_s']:,.0f}",
+            f"{r['decode_seq_per_s']:,.0f}",
+        ]
+        for r in gpu.get("transducer_speed.jax", {}).get("results", [])
+    ]
+    context["decoding"] = [
+        [
+            r["memory"],
+            r["strengths"],
+            f"{r['length']:,}",
+            f"{r['first_call_s']:.2f}",
+            f"{r['seconds']:.3f}",
+        ]
+        for r in gpu.get("transducer_decoding.jax", {}).get("results", [])
+    ]
+    restarts = gpu.get("transducer_restarts.jax", {})
+    context["restarts"] = _restarts_rows(restarts.get("results", []))
+    context["restarts_note"] = restarts.get("note", "")
+    if "hull50_budget" in gpu:
+        row = gpu["hull50_budget"]
+        cpu = [
+            r["greedy"]["exact"]
+            for r in data.get("pointer_budget", {}).get("results", [])
+            if r["task"] == "hull50" and r.get("settings") == row["settings"]
+        ]
+        cpu_seconds = data.get("pointer_budget", {}).get("config", {}).get("seconds", {})
+        context["hull50"] = {
+            "settings": row["settings"],
+            "random_state": row.get("random_state", 0),
+            "budget_s": row["budget_s"],
+            "greedy": f"{row['greedy']['exact']:.3f}",
+            "beam3": f"{row['beam3']['exact']:.3f}",
+            "epochs": row["epochs"],
+            "n_train": f"{row['n_train']:,}",
+            "cpu": f"the CPU reached {min(cpu):.3f}-{max(cpu):.3f} in "
+            f"{cpu_seconds['hull50']:,} s; "
+            if cpu
+            else "",
+            "published": PUBLISHED_HULL[50][0],
+            "first": f"{row['curve'][0]['seconds']:.0f}",
+            "later": f"{_later_epoch_seconds(row):.1f}",
+        }
+    if "hull50_batches" in gpu:
+        section = gpu["hull50_batches"]
+        row = section["results"][0]
+        context["batches"] = {
+            "n_train": f"{row['n_train']:,}",
+            "random_state": row["random_state"],
+            "budget_s": row["budget_s"],
+            "note": section["note"],
+            "rows": [
+                [
+                    r["settings"],
+                    r["batches"],
+                    f"{r['curve'][0]['seconds']:.0f}",
+                    f"{_later_epoch_seconds(r):.1f}",
+                    str(r["epochs"]),
+                    f"{r['greedy']['exact']:.3f}",
+                    f"{r['beam3']['exact']:.3f}",
+                ]
+                for r in section["results"]
+            ],
+        }
+    return context
+
+
+def _machine_rows(data, run, device):
     sections = run.get("sections", {})
     total = sum(s["wall_s"] for s in sections.values())
-    blocks.append(heading("Machine and run", 2))
-    blocks.append(
-        table(
-            ["item", "value"],
-            [
-                ["mode", run.get("mode", "?")],
-                ["CPU", f"{device.get('cpu')} ({device.get('cpu_cores')} logical cores)"],
-                ["accelerator", device.get("accelerator")],
-                [
-                    "software",
-                    f"TensorFlow {device.get('tensorflow')}, "
-                    + "".join(f"JAX {v}, " for v in sorted(_jax_versions(data)))
-                    + f"Keras {device.get('keras')} "
-                    f"({device.get('keras_backend')}), scikit-learn {device.get('scikit-learn')}, "
-                    f"NumPy {device.get('numpy')}, Python {device.get('python')}",
-                ],
-                [
-                    "load average at start / end (1 min)",
-                    f"{device.get('load_average_1min')} / {run.get('load_average_end')}",
-                ],
-                ["wall time of all sections", f"{total / 60:.1f} min"],
-            ]
-            + [
-                [
-                    f"— {name}",
-                    f"{s['wall_s']:.0f} s, finished {s.get('finished', '?')}, skptr at "
-                    f"{s.get('skptr_commit') or 'an unrecorded commit'}",
-                ]
-                for name, s in sections.items()
-            ],
-        )
+    software = (
+        f"TensorFlow {device.get('tensorflow')}, "
+        + "".join(f"JAX {v}, " for v in sorted(_jax_versions(data)))
+        + f"Keras {device.get('keras')} ({device.get('keras_backend')}), scikit-learn "
+        f"{device.get('scikit-learn')}, NumPy {device.get('numpy')}, Python {device.get('python')}"
     )
+    rows = [
+        ["mode", run.get("mode", "?")],
+        ["CPU", f"{device.get('cpu')} ({device.get('cpu_cores')} logical cores)"],
+        ["accelerator", device.get("accelerator")],
+        ["software", software],
+        [
+            "load average at start / end (1 min)",
+            f"{device.get('load_average_1min')} / {run.get('load_average_end')}",
+        ],
+        ["wall time of all sections", f"{total / 60:.1f} min"],
+    ]
+    return rows + [
+        [
+            f"— {name}",
+            f"{s['wall_s']:.0f} s, finished {s.get('finished', '?')}, skptr at "
+            f"{s.get('skptr_commit') or 'an unrecorded commit'}",
+        ]
+        for name, s in sections.items()
+    ]
 
-    headline = _headline(data, short)
-    if headline:
-        blocks.append(heading("Headline: quality next to the published numbers", 2))
-        blocks.append(table(["task", "metric", "skptr", "published", "our budget"], headline))
 
-    comparison = _backend_comparison(data)
-    if comparison:
-        blocks.append(heading("Backends compared", 2))
-        blocks.append(
-            para(
-                "The same measurements on Keras' TensorFlow and JAX backends, on this "
-                "machine (ratio = JAX / TensorFlow; above 1: JAX is faster)."
-            )
-        )
-        blocks.append(table(["measurement", "TensorFlow", "JAX", "JAX / TF"], comparison))
+TRANSDUCTION_TITLES = {
+    "transduction_short": "Short training, far tests",
+    "transduction_grefenstette": "Grefenstette et al. (2015) protocol",
+    "transduction_deletang": "Delétang et al. (2023) protocol",
+}
 
-    for section in ("pointer_vs_torch", "pointer_vs_torch.jax"):
-        if section in data:
-            blocks += _torch_blocks(data[section])
-    if "pointer_budget" in data:
-        blocks += _budget_blocks(data["pointer_budget"])
-    if "pointer_speed" in data:
-        rows = _speed_rows(data, "pointer_speed")
-        blocks.append(heading("Pointer network speed", 2))
-        blocks.append(
-            para(
-                "Sequences per second, batch 128 for training (teacher-forced, one epoch of "
-                f"{rows[0]['n_train']:,} sequences per repeat, median of "
-                f"{len(rows[0]['train_seconds']['pointer'])} repeats after a warm-up epoch "
-                "that traces the step) and the estimator's `predict` for inference "
-                f"({rows[0]['n_infer']:,} sequences in the estimator's decoding batches; the "
-                f"reference decodes in batches of {rows[0]['predict_batch_size']}). The "
-                "reference is a plain Keras bidirectional-LSTM encoder and LSTM decoder "
-                "with a softmax over positions, of the same sizes, trained on the same "
-                "arrays and decoded greedily in a compiled loop; ratio = pointer / "
-                "reference (above 1: the pointer network is faster). `work` is the "
-                "reference's multiply-adds per sequence over the pointer network's (the "
-                "matrix products of a teacher-forced forward pass on the padded shapes "
-                "both train on, `benchmarks._reference.multiply_adds_per_sequence`): the "
-                "pointer decoder reads the encodings, as wide as its state, where the "
-                "reference's reads the chosen element, and the encoder reads an embedding "
-                "of each element; a training ratio near `work` is the same speed per "
-                "multiply-add."
-            )
-        )
-        beams = [k[:-10] for k in rows[0] if k.startswith("beam") and k.endswith("_seq_per_s")]
-        header = [
+
+def report_context(data, run):
+    """What the template shows: the table rows and the numbers its prose quotes."""
+    device = run.get("device") or next(iter(data.values()), {}).get("device", {})
+    short = _device_short(device)
+
+    def section(name, make):
+        return make(_speed_rows(data, name)) if any(k.startswith(name) for k in data) else None
+
+    return {
+        "short": short,
+        "machine": _machine_rows(data, run, device),
+        "headline": _headline(data, short),
+        "comparison": _backend_comparison(data),
+        "torch": [
+            _torch_context(data[name])
+            for name in ("pointer_vs_torch", "pointer_vs_torch.jax")
+            if name in data
+        ],
+        "budget": _budget_context(data["pointer_budget"]) if "pointer_budget" in data else None,
+        "pointer_speed": section("pointer_speed", _pointer_speed_context),
+        "transducer_speed": section("transducer_speed", _transducer_speed_context),
+        "restarts": section("transducer_restarts", _restarts_rows),
+        "restarts_header": [
             "backend",
-            "task",
-            "hidden",
-            "train",
-            "ref. train",
-            "ratio",
-            "work",
-            "greedy",
-            "ref. greedy",
-            "ratio",
-        ]
-        header += [f"beam {b[4:]}" for b in beams]
-        body = []
-        for r in rows:
-            body.append(
-                [
-                    r["backend"],
-                    TASK_NAMES[r["task"]],
-                    r["hidden_size"],
-                    _fmt(r["train_seq_per_s"]),
-                    _fmt(r["reference_train_seq_per_s"]),
-                    f"\u00d7{r['train_ratio']:.2f}",
-                    f"\u00d7{r['work_ratio']:.2f}",
-                    _fmt(r["greedy_seq_per_s"]),
-                    _fmt(r["reference_greedy_seq_per_s"]),
-                    f"\u00d7{r['greedy_ratio']:.2f}",
-                ]
-                + [_fmt(r.get(f"{b}_seq_per_s")) for b in beams]
-            )
-        blocks.append(table(header, body))
-        blocks.append(figure("pointer_speed.png", "pointer network throughput"))
-
-    if "transducer_speed" in data:
-        rows = _speed_rows(data, "transducer_speed")
-        blocks.append(heading("Transducer speed", 2))
-        blocks.append(
-            para(
-                "Copy task with sources of exactly the given length (vocabulary 8, hidden "
-                "32, memory width 32), batch 32. Training: teacher-forced epochs, compiled "
-                "as the backend's compile policy compiles a fit of 100 steps: a traced "
-                "graph without XLA on TensorFlow (the estimator turns XLA on from 400 "
-                "steps, over sequences of at most 128 steps, whose XLA compile takes "
-                "about 110 s at 257 steps), `jit` on JAX. Decoding: the "
-                "estimator's greedy `predict` with at most length + 1 output tokens. "
-                "Ratios are to `memory=None` at the same length. Models are barely "
-                "trained, so decoding may stop early: `out len` is the mean number of "
-                "tokens produced."
-            )
-        )
-        body = [
-            [
-                r["backend"],
-                r["memory"],
-                r["length"],
-                _fmt(r["train_seq_per_s"], 1),
-                f"\u00d7{r.get('train_ratio_to_none', float('nan')):.2f}",
-                _fmt(r["decode_seq_per_s"], 1),
-                f"\u00d7{r.get('decode_ratio_to_none', float('nan')):.2f}",
-                f"{r['mean_output_length']:.1f}",
-            ]
-            for r in sorted(rows, key=lambda r: (r["length"], r["memory"]))
-        ]
-        blocks.append(
-            table(
-                [
-                    "backend",
-                    "memory",
-                    "length",
-                    "train seq/s",
-                    "vs none",
-                    "decode seq/s",
-                    "vs none",
-                    "out len",
-                ],
-                body,
-            )
-        )
-        exponents = []
-        for backend in dict.fromkeys(r["backend"] for r in rows):
-            of_backend = [r for r in rows if r["backend"] == backend]
-            train_exp = growth_exponents(of_backend, "train_seq_per_s")
-            decode_exp = growth_exponents(of_backend, "decode_seq_per_s")
-            exponents += [
-                [backend, m, _fmt(train_exp[m], 2), _fmt(decode_exp[m], 2)] for m in train_exp
-            ]
-        blocks.append(
-            table(
-                ["backend", "memory", "growth exponent, training", "growth exponent, decoding"],
-                exponents,
-            )
-        )
-        blocks.append(
-            para(
-                "The growth exponent is the slope of log(seconds per sequence) against "
-                "log(length): 1 is linear in the length, 2 quadratic."
-            )
-        )
-        blocks.append(figure("transducer_speed.png", "transducer time per sequence"))
-
-    if any(k.startswith("transducer_restarts") for k in data):
-        rows = _speed_rows(data, "transducer_restarts")
-        blocks.append(heading("Transducer: the cost of several initialisations", 3))
-        blocks.append(
-            para(
-                "`fit` with `n_init` initialisations against one, on random targets that no "
-                "initialisation can learn, so that every one runs to the end "
-                "(`gate_noise_start=0.6`: `n_init` runs, not up to twice as many). With more "
-                "than one, each run trains on 90 % of the samples and is scored on the rest. "
-                "The runs train one after another; rows marked side by side were trained "
-                "as one batched population by the since removed `population=True`. With several "
-                "repeats, the configurations take turns, the table gives the median fit and "
-                "the range in brackets, and the ratio is that of the medians; a JAX process "
-                "compiles each step once, so only its first repeat compiles."
-            )
-        )
-        blocks.append(_restarts_table(rows))
-
-    if any(k.startswith("two_devices") for k in data):
-        rows = _speed_rows(data, "two_devices")
-        blocks.append(heading("One device against two virtual CPU devices", 3))
-        blocks.append(
-            para(
-                '`devices=None` against `devices="all"` over two virtual CPU devices '
-                "(JAX: `--xla_force_host_platform_device_count=2`; TensorFlow: two logical "
-                "CPU devices and a `MirroredStrategy`), in one process, same data and "
-                "`random_state`; the last column is the share of test inputs for which "
-                "both models, apart only by float rounding, predict the same. On JAX, "
-                'the rows "2, two processes" fit the same models over two processes '
-                "of a multi-process runtime on this machine (`keras.distribution."
-                "initialize`, one CPU device each), each feeding half of every batch. "
-                "The two devices share the same cores, so these rows show that every "
-                "batch is split and what the split costs, not a speed-up. No GPU was "
-                "available for these measurements."
-            )
-        )
-        body = [
-            [
-                r["backend"],
-                r["model"],
-                f"{r['replicas']}, two processes"
-                if r.get("devices") == "two processes"
-                else r["replicas"],
-                f"{r['train_seq_per_s']:,.0f}",
-                f"{r['greedy_seq_per_s']:,.0f}",
-                f"{r['agreement']:.1%}",
-            ]
-            for r in rows
-        ]
-        blocks.append(
-            table(
-                [
-                    "backend",
-                    "model",
-                    "devices",
-                    "training, seq/s",
-                    "greedy, seq/s",
-                    "same predictions as one device",
-                ],
-                body,
-            )
-        )
-
-    if any(k.startswith("precision") for k in data):
-        blocks += _precision_blocks(_speed_rows(data, "precision"), "on this machine's CPU", 3)
-
-    if any(k.startswith("transducer_decoding") for k in data):
-        rows = _speed_rows(data, "transducer_decoding")
-        blocks.append(heading("Transducer: decoding one long input", 3))
-        blocks.append(
-            para(
-                "`predict` on one input of n tokens whose n output tokens all run (the end "
-                "token is made unreachable): 2n + 1 steps. With rounded strengths (the "
-                "default `snap_gates`) the decoder runs the discrete stack, queue or deque, "
-                "whose steps cost the same at any length; with soft ones every step reads "
-                "and writes every slot of the continuous memory. First call (tracing and "
-                "compiling included) and the median of the following ones, in seconds."
-            )
-        )
-        body = [
-            [
-                r["backend"],
-                r["memory"],
-                r["strengths"],
-                f"{r['length']:,}",
-                f"{r['first_call_s']:.2f}",
-                f"{r['seconds']:.3f}",
-            ]
-            for r in rows
-        ]
-        blocks.append(
-            table(["backend", "memory", "strengths", "tokens", "first call, s", "then, s"], body)
-        )
-        exponents = []
-        for backend in dict.fromkeys(r["backend"] for r in rows):
-            of_backend = [r for r in rows if r["backend"] == backend]
-            for (memory, strengths), exponent in decoding_exponents(of_backend).items():
-                lengths = [
-                    r["length"]
-                    for r in of_backend
-                    if (r["memory"], r["strengths"]) == (memory, strengths)
-                ]
-                span = f"{min(lengths):,}-{max(lengths):,}"
-                exponents.append([backend, memory, strengths, span, _fmt(exponent, 2)])
-        blocks.append(
-            table(["backend", "memory", "strengths", "tokens", "growth exponent"], exponents)
-        )
-
-    if "sklearn_overhead" in data:
-        rows = _speed_rows(data, "sklearn_overhead")
-        blocks.append(heading("Overhead of the scikit-learn layer", 2))
-        blocks.append(
-            para(
-                "`est.fit` (warm start: the network is already built and traced) against "
-                "`est.network_.fit` on the same network, data and epochs, median of "
-                "repeats. To attribute the difference, the estimator's data validation "
-                "and encoding are also timed alone. The cold first `fit` also builds "
-                "the network and traces its training step."
-            )
-        )
-        blocks.append(
-            table(
-                [
-                    "backend",
-                    "estimator",
-                    "samples \u00d7 epochs",
-                    "`est.fit`",
-                    "`network_.fit`",
-                    "overhead",
-                    "data preparation",
-                    "cold first fit",
-                ],
-                [
-                    [
-                        r["backend"],
-                        r["estimator"],
-                        f"{r['n_samples']:,} \u00d7 {r['epochs']}",
-                        f"{r['estimator_fit_s']:.2f} s",
-                        f"{r['keras_fit_s']:.2f} s",
-                        f"{r['overhead_s']:+.2f} s ({r['overhead_percent']:+.1f} %)",
-                        _seconds(r.get("prepare_data_s")),
-                        f"{r['cold_fit_s']:.1f} s",
-                    ]
-                    for r in rows
-                ],
-            )
-        )
-
-    if "sort8_curves" in data:
-        section = data["sort8_curves"]["results"]
-        blocks.append(heading("Sort 8 digits: pointer vs seq2seq", 2))
-        blocks.append(
-            para(
-                "The seed task: 8 digits in 0..9 sorted descending, held-out accuracy after "
-                "each epoch (greedy decoding; equal digits are interchangeable). "
-                f"Budget: {_budget_text(section['budget'], short)} for all three models. "
-                "The seq2seq models are the Keras references above (softmax over 8 fixed "
-                "positions; the attention variant adds a dot-product attention over the "
-                "encoder outputs)."
-            )
-        )
-        curves = section["curves"]
-        body = []
-        for name, curve in curves.items():
-            body.append(
+            "n_init",
+            "trained",
+            "runs",
+            "samples \u00d7 epochs",
+            "fit, s",
+            "vs first",
+        ],
+        "two_devices": section("two_devices", _two_devices_rows),
+        "precision": section("precision", _precision_context),
+        "decoding": section("transducer_decoding", _decoding_context),
+        "overhead": section("sklearn_overhead", _overhead_rows),
+        "sort8": {
+            "budget": _budget_text(data["sort8_curves"]["results"]["budget"], short),
+            "rows": [
                 [
                     name,
                     f"{curve['position_accuracy'][-1]:.3f}",
                     f"{curve['sequence_accuracy'][-1]:.3f}",
                     f"{sum(curve['train_s']):.0f} s",
                 ]
-            )
-        blocks.append(table(["model", "position acc.", "sequence acc.", "training time"], body))
-        blocks.append(figure("sort8_curves.png", "sort-8 accuracy per epoch"))
-
-    for protocol, (title, text) in TRANSDUCTION_SECTIONS.items():
-        for section in (protocol, f"{protocol}.jax"):
-            if section in data:
-                blocks.extend(_transduction_blocks(data[section], title, text, short))
-    for section in ("svo_errors", "svo_errors.jax"):
-        if section in data:
-            blocks.extend(_svo_error_blocks(data[section]))
-
-    blocks += _gpu_blocks(data)
-    blocks.append(heading("Method notes", 2))
-    blocks.append(
-        para(
-            "Label formats follow the papers: convex hulls are the hull vertices "
-            "counter-clockwise from the lowest index (exact accuracy compares the whole "
-            "ordering), area coverage is the area of the convex hull of the predicted "
-            "vertices over the true hull's area (scipy), TSP labels are optimal tours from "
-            "city 0 (Held-Karp) and tour lengths are closed. Float sorting is ascending. "
-            "Coarse accuracy is the share of outputs entirely right, fine accuracy the "
-            "mean share of each target produced before the first error."
-        )
-    )
-    blocks.append(heading("References", 2))
-    blocks.append(
-        para(
-            "O. Vinyals, M. Fortunato and N. Jaitly, *Pointer Networks*, NeurIPS 2015 "
-            "(convex hull and TSP). O. Vinyals, S. Bengio and M. Kudlur, *Order Matters: "
-            "Sequence to Sequence for Sets*, ICLR 2016 (float sorting). E. Grefenstette, "
-            "K. M. Hermann, M. Suleyman and P. Blunsom, *Learning to Transduce with "
-            "Unbounded Memory*, NeurIPS 2015 (transduction). G. Delétang et al., *Neural "
-            "Networks and the Chomsky Hierarchy*, ICLR 2023 (length generalisation to 500)."
-        )
-    )
-    return blocks
+                for name, curve in data["sort8_curves"]["results"]["curves"].items()
+            ],
+        }
+        if "sort8_curves" in data
+        else None,
+        "transduction": [
+            _transduction_context(data[name], title)
+            for protocol, title in TRANSDUCTION_TITLES.items()
+            for name in (protocol, f"{protocol}.jax")
+            if name in data
+        ],
+        "svo": [_svo_context(data[n]) for n in ("svo_errors", "svo_errors.jax") if n in data],
+        "gpu": _gpu_context(data),
+        "findings": _findings(),
+    }
 
 
 def write_report(output, docs=False):
@@ -1495,18 +1075,17 @@ def write_report(output, docs=False):
         _plot_pointer_speed(_speed_rows(data, "pointer_speed"), output / "pointer_speed.png")
         written.append(output / "pointer_speed.png")
     if "transducer_speed" in data:
-        _plot_transducer_speed(
-            _speed_rows(data, "transducer_speed"), output / "transducer_speed.png"
-        )
+        rows = _speed_rows(data, "transducer_speed")
+        _plot_transducer_speed(rows, output / "transducer_speed.png")
         written.append(output / "transducer_speed.png")
     if "sort8_curves" in data:
         _plot_sort8(data["sort8_curves"]["results"]["curves"], output / "sort8_curves.png")
         written.append(output / "sort8_curves.png")
-    blocks = build_blocks(data, run)
-    (output / "README.md").write_text(_to_markdown(blocks))
+    markdown = render_markdown(report_context(data, run))
+    (output / "README.md").write_text(markdown)
     written.append(output / "README.md")
     if docs:
         relative = Path("..") / output.resolve().relative_to(DOCS_PAGE.parent.parent.resolve())
-        DOCS_PAGE.write_text(_to_rst(blocks, f"{relative.as_posix()}/"))
+        DOCS_PAGE.write_text(markdown_to_rst(markdown, f"{relative.as_posix()}/"))
         written.append(DOCS_PAGE)
     return written
