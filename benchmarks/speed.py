@@ -14,7 +14,7 @@ from sklearn.base import clone
 
 from skptr import PointerNetworkOrderer
 from skptr.datasets import make_convex_hull, make_sorting, make_transduction, make_tsp
-from skptr.memory._restarts import resolve_settings
+from skptr.memory._search import resolve_settings
 
 from ._common import Stopwatch, check, median_rate
 from ._reference import ReferenceGreedyDecoder, build_reference, multiply_adds_per_sequence
@@ -228,7 +228,7 @@ def transducer_speed(config, log):
             # training step before the timed repeats.
             with Stopwatch() as cold:
                 streams, targets, _ = est._prepare_training_data(X, y, reset=True)
-                est.state_bptt_steps_ = resolve_settings(est.get_params()).first_bptt_steps
+                est.state_bptt_steps_ = resolve_settings(est.get_params(), len(X)).first_bptt_steps
                 est.network_params_ = {name: getattr(est, name) for name in est._network_params}
                 est.network_ = est._new_network()
                 est._compile(config["fit_steps"], streams.shape[1])

@@ -6,6 +6,7 @@ import joblib
 import keras
 import numpy as np
 import pytest
+from _files import set_network_params, tampered
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
@@ -13,7 +14,7 @@ import skptr
 from skptr.datasets import make_transduction
 from skptr.memory import NeuralStackTransducer
 from skptr.memory._memories import push_biases
-from skptr.memory._restarts import network_settings, resolve_settings
+from skptr.memory._search import network_settings, resolve_settings
 from skptr.metrics import coarse_accuracy, fine_accuracy
 
 SMALL = {"hidden_size": 16, "memory_width": 8, "embedding_dim": 8, "epochs": 2, "n_init": 1}
@@ -54,7 +55,7 @@ def test_unfitted_and_params():
 
 
 def _settings(**params):
-    return resolve_settings(NeuralStackTransducer(**params).get_params())
+    return resolve_settings(NeuralStackTransducer(**params).get_params(), n_samples=100)
 
 
 def _built_with(bptt_steps, **params):
@@ -64,8 +65,8 @@ def _built_with(bptt_steps, **params):
 def test_auto_defaults_depend_on_the_memory():
     assert _settings(memory="stack").first_bptt_steps == 0
     assert _settings(memory=None).first_bptt_steps is None
+    assert NeuralStackTransducer().gate_noise == 1.0
     for memory in ("stack", "queue", "deque"):
-        assert _settings(memory=memory).gate_noise == 1.0
         assert _built_with(0, memory=memory)["gate_noise"] == 1.0
     assert _settings(memory="deque").push_bias == (0.0, -1.5)
     assert _settings(memory="queue").push_bias == 0.0
@@ -81,12 +82,16 @@ def test_auto_defaults_depend_on_the_memory():
     assert stack.bptt_steps_after(0, any_stalled=False) == 0
     assert _settings(memory=None).bptt_steps_after(None, any_stalled=True) is None
     assert _settings(state_bptt_steps=0).bptt_steps_after(0, any_stalled=True) == 0
-    assert _settings(memory="stack", gate_noise=0.5).gate_noise == 0.5
+    assert _built_with(0, memory="stack", gate_noise=0.5)["gate_noise"] == 0.5
     assert _settings(snap_gates="auto").may_soften and _settings(snap_gates="auto").snap
     assert not _settings(snap_gates=True).may_soften
     assert not _settings(snap_gates=False).snap
-    with pytest.raises(ValueError, match="gate_noise"):
-        NeuralStackTransducer(gate_noise=-1.0).fit(["ab"], ["ba"])
+    for bad in (-1.0, "auto"):  # "auto" was 1.0, the default now
+        with pytest.raises(ValueError, match="gate_noise"):
+            NeuralStackTransducer(gate_noise=bad).fit(["ab"], ["ba"])
+    # Samples held out to compare initialisations: a tenth, none with one initialisation.
+    assert _settings(n_init=2).n_held_out == 10 and _settings(n_init=1).n_held_out == 0
+    assert resolve_settings(NeuralStackTransducer().get_params(), n_samples=9).n_held_out == 0
 
 
 @pytest.mark.parametrize(
@@ -167,40 +172,29 @@ def test_pickle_joblib_and_save_round_trips(fitted, reversal_data, tmp_path):
         np.testing.assert_array_equal(other.predict(X[:40]), expected)
 
 
-def _saved_before(path, target, params):
-    """A copy of the skptr file ``path`` whose stored hyperparameters are updated with
-    ``params``, as an earlier version wrote them."""
-    import json
-    import zipfile
-
-    with zipfile.ZipFile(path) as archive:
-        members = {name: archive.read(name) for name in archive.namelist()}
-    metadata = json.loads(members["skptr.json"])
-    metadata["params"].update(params)
-    members["skptr.json"] = json.dumps(metadata).encode()
-    with zipfile.ZipFile(target, "w") as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return target
-
-
 @pytest.mark.parametrize("population", [False, True])
-def test_files_and_pickles_with_the_removed_population_load(
-    fitted, reversal_data, tmp_path, population
-):
+def test_files_and_pickles_from_before_load(fitted, reversal_data, tmp_path, population):
     # population only changed how the initialisations were trained: the network a
-    # fit kept with it is an ordinary one, so the key is dropped when read.
+    # fit kept with it is an ordinary one, so the key is dropped when read; and
+    # gate_noise="auto" always stood for 1.0.
     X, _ = reversal_data
     expected = fitted.predict(X[:20])
+    before = {"population": population, "gate_noise": "auto"}
     fitted.save(tmp_path / "now.skptr")
-    old = _saved_before(
-        tmp_path / "now.skptr", tmp_path / "before.skptr", {"population": population}
-    )
-    state = {**fitted.__getstate__(), "population": population}
+
+    def as_before(metadata):
+        metadata["params"].update(before)
+        set_network_params(gate_noise="auto")(metadata)
+
+    old = tampered(tmp_path / "now.skptr", tmp_path / "before.skptr", change=as_before)
+    state = fitted.__getstate__()
+    state = {**state, **before, "network_params_": {**state["network_params_"], **before}}
+    state["network_params_"].pop("population")
     unpickled = object.__new__(NeuralStackTransducer)
     unpickled.__setstate__(state)
     for loaded in (skptr.load(old), unpickled):
         assert "population" not in loaded.get_params() and "population" not in vars(loaded)
+        assert loaded.gate_noise == loaded.network_params_["gate_noise"] == 1.0
         np.testing.assert_array_equal(loaded.predict(X[:20]), expected)
 
 
@@ -258,10 +252,10 @@ def test_warm_start_keeps_training(reversal_data):
 def _scripted_selection(monkeypatch, scores, **params):
     """Fit with the held-out fine accuracy replaced by ``scores`` (one per decoding compared);
     return the estimator and the networks trained, in order."""
-    from skptr.memory import _restarts
+    from skptr.memory import _search
 
     scripted = iter(scores)
-    monkeypatch.setattr(_restarts, "_checked_fine_accuracy", lambda y_true, y_pred: next(scripted))
+    monkeypatch.setattr(_search, "_checked_fine_accuracy", lambda y_true, y_pred: next(scripted))
     trained = []
     train = NeuralStackTransducer._train
 
@@ -315,7 +309,7 @@ def test_n_init_with_fixed_snapping_scores_one_decoding(monkeypatch):
 def _scripted_stalls(monkeypatch, stalls):
     """Make the i-th initialisation's stall watch report ``stalls[i]`` = (stalled,
     lowest early loss) without stopping its training."""
-    from skptr.memory import _restarts
+    from skptr.memory import _search
 
     scripted = iter(stalls)
 
@@ -324,7 +318,7 @@ def _scripted_stalls(monkeypatch, stalls):
             super().__init__()
             self.stalled, self.best_loss = next(scripted)
 
-    monkeypatch.setattr(_restarts, "StalledStartWatch", ScriptedWatch)
+    monkeypatch.setattr(_search, "StalledStartWatch", ScriptedWatch)
 
 
 def test_stalled_start_watch_stops_runs_that_have_not_learned_in_their_first_epochs():
@@ -602,31 +596,33 @@ def test_push_bias_per_end_must_match_the_memory():
 
 def test_runs_of_the_search_equal_the_same_runs_trained_alone(monkeypatch):
     from skptr._random import SeedStream
-    from skptr.memory import _restarts
+    from skptr.memory import _search
 
     scores = iter([0.3, 0.9, 0.5])  # the second run is kept
-    monkeypatch.setattr(_restarts, "_checked_fine_accuracy", lambda y_true, y_pred: next(scores))
-    train_run = _restarts.train_run
+    monkeypatch.setattr(_search, "_checked_fine_accuracy", lambda y_true, y_pred: next(scores))
+    train_run = _search.train_run
     runs = []
 
-    def recording_train_run(estimator, data, run, seeds, callbacks=(), reuse=None):
-        candidate = train_run(estimator, data, run, seeds, callbacks, reuse=reuse)
-        runs.append((estimator, data, run, candidate.network_, candidate.network_.get_weights()))
-        return candidate
+    def recording_train_run(estimator, data, run, seeds, settings, *args, **kwargs):
+        outcome = train_run(estimator, data, run, seeds, settings, *args, **kwargs)
+        weights = outcome.network.get_weights()
+        runs.append((estimator, data, run, settings, outcome.network, weights))
+        return outcome
 
-    monkeypatch.setattr(_restarts, "train_run", recording_train_run)
+    monkeypatch.setattr(_search, "train_run", recording_train_run)
     X, y = make_transduction(
         "reversal", n_samples=40, min_length=1, max_length=4, vocab_size=2, random_state=0
     )
     params = {**SMALL, "n_init": 3, "gate_noise_start": 0.0, "snap_gates": True}
     est = NeuralStackTransducer(random_state=0, **params).fit(X, y)
-    # One network object trained three times: its training step was compiled once.
-    assert len(runs) == 3 and all(network is runs[0][3] for *_, network, _ in runs)
-    for estimator, data, run, _, weights in runs:
-        alone = train_run(estimator, data, run, SeedStream(run.seed))
-        for reused, fresh in zip(weights, alone.network_.get_weights(), strict=True):
-            np.testing.assert_allclose(reused, fresh, rtol=1e-5, atol=1e-6)
-    kept_weights = runs[1][4]
-    for kept, recorded in zip(est.network_.get_weights(), kept_weights, strict=True):
-        np.testing.assert_array_equal(kept, recorded)
+    # Every run trains a network of its own, which no later run touches.
+    assert len(runs) == 3 and len({id(network) for *_, network, _ in runs}) == 3
+    for estimator, data, run, settings, network, weights in runs:
+        alone = train_run(estimator, data, run, SeedStream(run.seed), settings)
+        for recorded, now, fresh in zip(
+            weights, network.get_weights(), alone.network.get_weights(), strict=True
+        ):
+            np.testing.assert_array_equal(recorded, now)
+            np.testing.assert_array_equal(recorded, fresh)
+    assert est.network_ is runs[1][4]
     np.testing.assert_allclose(est.init_scores_, [0.3, 0.9, 0.5])

@@ -22,7 +22,7 @@ from ._codec import TransducerCodec
 from ._curriculum import CurriculumBatches, GateNoiseFrom
 from ._memories import unpadded_slots
 from ._network import GreedyDecoder, TokenCrossentropy, TransducerNetwork
-from ._restarts import network_settings, search_initialisations
+from ._search import network_settings, search
 
 __all__ = ["NeuralStackTransducer"]
 
@@ -42,15 +42,20 @@ class NeuralStackTransducer(SequenceEstimatorBase):
     reversing (stack) or copying (queue) its input, and then applies them to longer
     sequences than any seen in training: the memory grows with the input.
 
+    Read more in the :ref:`User Guide <neural_memories>`, which recommends settings per
+    kind of transduction (:ref:`memory_settings`).
+
     Parameters
     ----------
     memory : {"stack", "queue", "deque"} or None, default="stack"
-        The memory; ``None`` gives a plain recurrent transducer with everything else
-        identical, as a baseline.
+        The memory: a stack for last-in-first-out transductions (reversal), a queue for
+        first-in-first-out ones (copying), a deque for both ends or local reordering
+        (bigram flipping, word order). ``None`` gives a plain recurrent transducer with
+        everything else identical, as a baseline.
     cell : {"lstm", "gru", "rnn"}, default="lstm"
         The controller's recurrent cell.
     hidden_size : int, default=32
-        Size of the controller's recurrent state.
+        Size of the controller's recurrent state; larger for large vocabularies.
     embedding_dim : int, default=16
         Size of the token embeddings.
     memory_width : int, default=32
@@ -61,39 +66,30 @@ class NeuralStackTransducer(SequenceEstimatorBase):
     push_bias : float or "auto", default="auto"
         Initial bias of the push strength before its sigmoid, at every end of the
         memory. ``"auto"`` is 0.0, except at the deque's bottom end, which starts at
-        -1.5: with both ends pushing at strength 0.5, each end reads back only what it
-        pushed itself: a young deque is two stacks, and rarely learns to serve as a
-        queue (copy with the deque, lengths 2-16, one initialisation: 0 of 4 seeds with
-        0.0 at both ends, 4 of 4 with -1.5 at the bottom).
+        -1.5: with both ends pushing at strength 0.5 each end reads back only what it
+        pushed itself, and a young deque behaves as two stacks that rarely learn to
+        serve as a queue.
     state_bptt_steps : int, "auto" or None, default="auto"
         How many steps back gradients flow through the controller's own recurrent
         state; gradients through the memory are never truncated. Small values leave
-        the memory as the only way to learn long-range dependencies, which is what
-        makes the network generalise to longer inputs instead of memorising short
-        ones in its state. ``None`` is full backpropagation through time. ``"auto"``
-        is ``None`` without a memory; with one, it is 0 until an initialisation of
-        ``n_init`` stalls, and the following ones then alternate between ``None`` and
-        0: some controllers never start learning without a gradient through their
-        state (a queue copying sources that are all long), while truncated ones
-        generalise further, and the held-out selection keeps the better. Tasks in
-        which the controller must hold a token for a step, such as bigram flip, fit
-        their training data only with longer truncations, but then generalise less to
-        longer inputs.
-    gate_noise : float or "auto", default="auto"
+        the memory as the only way to carry information far, which makes the network
+        generalise to longer inputs instead of memorising short ones in its state.
+        ``None`` is full backpropagation through time. ``"auto"`` is ``None`` without a
+        memory; with one, it is 0 until an initialisation of ``n_init`` stalls, and the
+        following ones then alternate between ``None`` and 0. Set a longer truncation
+        for tasks in which the controller must hold a token for a step, such as bigram
+        flip, at the cost of generalising less far (see :ref:`memory_auto`).
+    gate_noise : float, default=1.0
         Standard deviation of Gaussian noise added to the push and pop logits in
         training (never in ``predict``), from the epoch set by ``gate_noise_start``.
-        Noisy strengths only carry information once saturated, so the noise drives the
+        Noisy strengths carry information only once saturated, so the noise drives the
         controller to push and pop whole items, which is what lets ``snap_gates`` round
-        them. Strengths slightly off 0 or 1 cost little on training lengths, but their
-        errors add up along longer inputs: a queue that pops a little more than it
-        pushed drifts further and further past the item it should read. ``"auto"`` is
-        1.0.
+        them without errors on longer inputs. 0 switches it off.
     gate_noise_start : float in [0, 1] or "auto", default="auto"
         Share of the epochs trained without gate noise before it is switched on. Some
         tasks are learned only with noise from the first epoch (duplicating a string
-        with the queue), while on others that noise keeps most initialisations from
-        learning at all, and noise switched on once the controller has learned the task
-        with soft strengths makes them whole (reversal with the stack). ``"auto"``
+        with the queue: 0), others best with noise switched on once the controller has
+        learned the task with soft strengths (reversal with the stack: 0.6). ``"auto"``
         tries both: the ``n_init`` initialisations start the noise after 0.6 of the
         epochs; if none of them predicts the held-out samples exactly, up to ``n_init``
         more start it from the first epoch (with a memory and ``gate_noise`` above 0).
@@ -109,33 +105,25 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         resolves to 0 (the default with a memory) and the cell is an LSTM.
     snap_gates : bool or "auto", default="auto"
         Whether ``predict`` and ``memory_trace`` round the push and pop strengths to 0
-        or 1, so that the memory holds and returns whole items. A controller that
-        learned the algorithm saturates its strengths anyway, and the rounding removes
-        the small errors that soft strengths add up over inputs longer than the
-        training ones; a controller that encodes information in soft strengths fails
-        when they are rounded. ``"auto"`` rounds, unless no initialisation of
-        ``n_init`` predicts the held-out samples exactly with rounded strengths and the
-        best held-out score is reached with soft ones. Training always uses the soft
-        strengths.
+        or 1, so that the memory holds and returns whole items and small errors do not
+        add up over inputs longer than the training ones; a controller that encodes
+        information in soft strengths fails when they are rounded. ``"auto"`` rounds,
+        unless no initialisation of ``n_init`` predicts the held-out samples exactly
+        with rounded strengths and the best held-out score is reached with soft ones.
+        Training always uses the soft strengths.
     n_init : int, default=8
         Number of initialisations tried, as in scikit-learn's ``KMeans`` (with
         ``gate_noise_start="auto"``, up to ``n_init`` more with another noise start
         when none of them is exact). With more than one, 10 % of the training samples
-        are held out and each initialisation is trained on the rest and scored on them
+        are held out; each initialisation is trained on the rest and scored on them
         (fine accuracy of greedy predictions, with the rounding of ``snap_gates``).
         Training stops at the first initialisation that predicts every held-out sample
-        exactly, so a fit that finds the algorithm at once costs one training run;
-        otherwise the best one is kept.
-        Whether a controller finds the algorithm depends on its initialisation; one
-        that did not, or that fits its training lengths only with soft strengths, makes
-        errors on the held-out samples once its strengths are rounded. Most of the
-        controllers that never learn the task stall from the start: an initialisation
-        whose training loss, after its first 6 epochs, is still above 0.05 per token
-        and above half of its first epoch's loss is abandoned then, at a fraction of
-        the cost of a full run (with ``state_bptt_steps="auto"``, the following ones
-        alternate between full and truncated backpropagation). When every
-        initialisation stalls, the one with the lowest early loss is trained fully and
-        kept.
+        exactly, otherwise the best one is kept. An initialisation whose training
+        loss, after its first 6 epochs, is still above 0.05 per token and above half
+        of its first epoch's loss has stalled and is abandoned; when every one stalls,
+        the one with the lowest early loss is trained fully and kept. Use
+        ``n_init=1`` for one quick model, or for targets that no memory expresses
+        exactly (see :ref:`memory_auto`).
     curriculum : bool, default=True
         Start training on the shortest sources (about a quarter of the length range)
         and admit longer ones, in a few stages, whenever the training loss per token
@@ -266,7 +254,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
             StrOptions({"auto"}),
             None,
         ],
-        "gate_noise": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
+        "gate_noise": [Interval(Real, 0, None, closed="left")],
         "gate_noise_start": [Interval(Real, 0, 1, closed="both"), StrOptions({"auto"})],
         "reset_cell_state": ["boolean", StrOptions({"auto"})],
         "snap_gates": ["boolean", StrOptions({"auto"})],
@@ -307,7 +295,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         pop_bias=-1.0,
         push_bias="auto",
         state_bptt_steps="auto",
-        gate_noise="auto",
+        gate_noise=1.0,
         gate_noise_start="auto",
         reset_cell_state="auto",
         snap_gates="auto",
@@ -375,9 +363,12 @@ class NeuralStackTransducer(SequenceEstimatorBase):
 
         ``population`` is dropped: it changed only how the initialisations were
         trained, and the network a fit kept with it is an ordinary one.
+        ``gate_noise="auto"`` always stood for 1.0.
         """
         params = dict(params)
         params.pop("population", None)
+        if isinstance(params.get("gate_noise"), str) and params["gate_noise"] == "auto":
+            params["gate_noise"] = 1.0
         return params
 
     def __setstate__(self, state):
@@ -447,8 +438,16 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         data = self._prepare_training_data(X, y, reset=not warm)
         if warm:
             self._train(data, True, seeds)
-        else:
-            self.__dict__.update(search_initialisations(self, data, seeds).__dict__)
+            return
+        kept, init_scores = search(self, data, seeds)
+        self.network_ = kept.network
+        self.network_params_ = kept.network_params
+        self.history_ = kept.history
+        self.n_iter_ = len(kept.history.get("loss", []))
+        self.state_bptt_steps_ = kept.run.state_bptt_steps
+        self.gate_noise_start_ = kept.run.gate_noise_start
+        self.snap_gates_ = kept.snap
+        self.init_scores_ = init_scores
 
     def _fit_callbacks(self, has_validation):
         callbacks = super()._fit_callbacks(has_validation)
