@@ -28,10 +28,8 @@ __all__ = ["CELLS", "MemoryController"]
 CELLS = {"lstm": 4, "gru": 3, "rnn": 1}
 
 #: Sequence length (steps) from which a JAX training call runs its steps twice, the
-#: first time for the memory's final values (see ``MemoryController._final_values``).
-#: Median training steps, one run / two runs, in alternating runs (copy, stack, batches
-#: of 32, CPU): 17 steps 2.1-2.7 / 2.6-3.3 ms, 25 steps 3.3-3.4 / 3.4-3.5 ms, 129 steps
-#: 70-74 / 42-48 ms.
+#: first time for the memory's final values (see ``MemoryController._final_values``):
+#: below it the second run costs more than the copies of the memory it saves.
 TWO_RUNS_MIN_STEPS = 32
 
 
@@ -514,9 +512,9 @@ class MemoryController(keras.layers.Layer):
         twice: once for the final values buffer, then again with reads whose gradient
         needs only that buffer (see :func:`~skptr.memory._memories.stack_step`). The
         gradient is the same; differentiating the reads directly keeps a copy of the
-        buffer for every step, quadratic in the length, which was about 40 % of a JAX
-        training step on 64-symbol copies. TensorFlow's compiled loop gains nothing
-        from it, and shorter sequences lose more to the second run than they save.
+        buffer for every step, quadratic in the length. TensorFlow's compiled loop
+        gains nothing from it, and shorter sequences lose more to the second run than
+        they save.
         """
         n_steps = inputs.shape[1]
         if keras.backend.backend() != "jax" or n_steps is None or n_steps < TWO_RUNS_MIN_STEPS:

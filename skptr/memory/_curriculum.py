@@ -19,13 +19,8 @@ N_STAGES = 4
 STALL_EPOCHS = 6
 STALLED_SHARE = 0.5
 # Batches are cut to their own streams only when the longest stream has at least this
-# many steps. Each new shape costs a trace or compile of the training step (5-6 s on
-# TensorFlow, about 4 s on JAX, 2-core CPU); on streams of up to 21 steps (sources of
-# 1-10 symbols) an epoch of the first stage saves about 0.3 s, on streams of 130 (8-64
-# tokens) 12 s on JAX and 17 s on TensorFlow. Fits of reversal over 1-10 symbols (1,000
-# plain NumPy sources, the defaults, one core, JAX, random_state 0-2) took 41 / 34 / 43 s
-# without cuts and 65 / 55 / 64 s with them (measured when every batch of a stage was
-# cut to the stage's longest stream, one shape per stage).
+# many steps: each new shape costs a trace or compile of the training step, which on
+# short streams costs more than the padding it saves.
 MIN_CUT_STEPS = 64
 
 
@@ -146,10 +141,9 @@ class StalledStartWatch(keras.callbacks.Callback):
 
     Whether a controller learns the task is decided early: one that learns drops its
     loss by two orders of magnitude within an epoch or two, in its first few epochs,
-    while one that does not creeps along a plateau (reversal over 8 symbols: from 2.1
-    to about 1.7 nats per token) and rarely leaves it later, as the curriculum admits
-    ever longer sources. The rest of its training is better spent on another
-    initialisation.
+    while one that does not creeps along a plateau and rarely leaves it later, as the
+    curriculum admits ever longer sources. The rest of its training is better spent on
+    another initialisation.
 
     Attributes
     ----------
