@@ -299,16 +299,6 @@ def _load(output):
 GPU_FOLDER = "gpu"
 
 
-SPEED_SECTIONS = (
-    "pointer_speed",
-    "transducer_speed",
-    "transducer_decoding",
-    "transducer_restarts",
-    "two_devices",
-    "sklearn_overhead",
-)
-
-
 def _speed_rows(data, section):
     """The rows of a speed section from every backend's result file, TensorFlow first.
 
@@ -589,26 +579,35 @@ def _later_epoch_seconds(row):
 
 
 # ------------------------------------------------------------------------ context
+def _cells(records, row, **computed):
+    """Table rows: ``row`` is a Markdown row of format strings over a record's entries,
+    and of the entries ``computed`` by functions of the record."""
+    rows = []
+    for record in records:
+        values = _Entries({**record, "x": "\u00d7", **{k: f(record) for k, f in computed.items()}})
+        rows.append([cell.format_map(values) for cell in row.split(" | ")])
+    return rows
+
+
+class _Entries(dict):
+    """A record whose missing entries read as NaN (rows of older result files)."""
+
+    def __missing__(self, key):
+        return float("nan")
+
+
 def _torch_context(section):
     row = section["results"][0]
     context = {**row, "commit": section["device"].get("skptr_commit", "?"), "torch": None}
-    if row.get("torch") is None:
-        return context
-    names = (
-        ("train", "training"),
-        ("greedy", "greedy decoding"),
-        ("beam3", "beam search, width 3"),
-    )
-    context["torch"] = row["torch"]
-    context["rows"] = [
-        [
-            label,
-            _fmt(row[f"{name}_seq_per_s"]),
-            _fmt(row[f"torch_{name}_seq_per_s"]),
-            f"x{row[f'{name}_ratio']:.2f}",
+    if row.get("torch") is not None:
+        names = [("train", "training"), ("greedy", "greedy decoding")]
+        names.append(("beam3", "beam search, width 3"))
+        context["torch"] = row["torch"]
+        context["rows"] = [
+            [label, _fmt(row[f"{k}_seq_per_s"]), _fmt(row[f"torch_{k}_seq_per_s"]), ratio]
+            for k, label in names
+            for ratio in [f"x{row[f'{k}_ratio']:.2f}"]
         ]
-        for name, label in names
-    ]
     return context
 
 
@@ -658,47 +657,27 @@ def _pointer_speed_context(rows):
     beams = [k[:-10] for k in rows[0] if k.startswith("beam") and k.endswith("_seq_per_s")]
     header = ["backend", "task", "hidden", "train", "ref. train", "ratio", "work", "greedy"]
     header += ["ref. greedy", "ratio", *(f"beam {b[4:]}" for b in beams)]
-    body = [
-        [
-            r["backend"],
-            TASK_NAMES[r["task"]],
-            r["hidden_size"],
-            _fmt(r["train_seq_per_s"]),
-            _fmt(r["reference_train_seq_per_s"]),
-            f"\u00d7{r['train_ratio']:.2f}",
-            f"\u00d7{r['work_ratio']:.2f}",
-            _fmt(r["greedy_seq_per_s"]),
-            _fmt(r["reference_greedy_seq_per_s"]),
-            f"\u00d7{r['greedy_ratio']:.2f}",
-            *(_fmt(r.get(f"{b}_seq_per_s")) for b in beams),
-        ]
-        for r in rows
-    ]
+    cells = "".join(f" | {{{b}}}" for b in beams)
+    body = _cells(
+        rows,
+        "{backend} | {name} | {hidden_size} | {train_seq_per_s:,.0f} | "
+        "{reference_train_seq_per_s:,.0f} | {x}{train_ratio:.2f} | {x}{work_ratio:.2f} | "
+        "{greedy_seq_per_s:,.0f} | {reference_greedy_seq_per_s:,.0f} | {x}{greedy_ratio:.2f}"
+        + cells,
+        name=lambda r: TASK_NAMES[r["task"]],
+        **{b: lambda r, b=b: _fmt(r.get(f"{b}_seq_per_s")) for b in beams},
+    )
     first = rows[0]
-    return {
-        "n_train": first["n_train"],
-        "repeats": len(first["train_seconds"]["pointer"]),
-        "n_infer": first["n_infer"],
-        "predict_batch_size": first["predict_batch_size"],
-        "header": header,
-        "rows": body,
-    }
+    repeats = len(first["train_seconds"]["pointer"])
+    return {**first, "repeats": repeats, "header": header, "rows": body}
 
 
 def _transducer_speed_context(rows):
-    body = [
-        [
-            r["backend"],
-            r["memory"],
-            r["length"],
-            _fmt(r["train_seq_per_s"], 1),
-            f"\u00d7{r.get('train_ratio_to_none', float('nan')):.2f}",
-            _fmt(r["decode_seq_per_s"], 1),
-            f"\u00d7{r.get('decode_ratio_to_none', float('nan')):.2f}",
-            f"{r['mean_output_length']:.1f}",
-        ]
-        for r in sorted(rows, key=lambda r: (r["length"], r["memory"]))
-    ]
+    body = _cells(
+        sorted(rows, key=lambda r: (r["length"], r["memory"])),
+        "{backend} | {memory} | {length} | {train_seq_per_s:,.1f} | {x}{train_ratio_to_none:.2f}"
+        " | {decode_seq_per_s:,.1f} | {x}{decode_ratio_to_none:.2f} | {mean_output_length:.1f}",
+    )
     exponents = []
     for backend in dict.fromkeys(r["backend"] for r in rows):
         of_backend = [r for r in rows if r["backend"] == backend]
@@ -709,67 +688,42 @@ def _transducer_speed_context(rows):
 
 
 def _restarts_rows(rows):
-    return [
-        [
-            r["backend"],
-            r["n_init"],
-            _population_label(r),
-            r["runs"],
-            f"{r['n_samples']:,} \u00d7 {r['epochs']}",
-            _seconds_and_spread(r),
-            f"\u00d7{r['ratio']:.2f}",
-        ]
-        for r in rows
-    ]
+    return _cells(
+        rows,
+        "{backend} | {n_init} | {trained} | {runs} | {n_samples:,} {x} {epochs} | {fit} | "
+        "{x}{ratio:.2f}",
+        trained=_population_label,
+        fit=_seconds_and_spread,
+    )
 
 
 def _two_devices_rows(rows):
-    return [
-        [
-            r["backend"],
-            r["model"],
-            f"{r['replicas']}, two processes"
-            if r.get("devices") == "two processes"
-            else r["replicas"],
-            f"{r['train_seq_per_s']:,.0f}",
-            f"{r['greedy_seq_per_s']:,.0f}",
-            f"{r['agreement']:.1%}",
-        ]
-        for r in rows
-    ]
+    def devices(r):
+        two = r.get("devices") == "two processes"
+        return f"{r['replicas']}, two processes" if two else r["replicas"]
+
+    return _cells(
+        rows,
+        "{backend} | {model} | {devices} | {train_seq_per_s:,.0f} | {greedy_seq_per_s:,.0f} | "
+        "{agreement:.1%}",
+        devices=devices,
+    )
 
 
 def _precision_context(rows):
-    first = rows[0]
-    body = [
-        [
-            r["backend"],
-            r["accelerator"],
-            r["model"],
-            r["batch_size"],
-            r["policy"],
-            f"{r['train_seq_per_s']:,.0f} (\u00d7{r['train_vs_float32']:.2f})",
-            f"{r['greedy_seq_per_s']:,.0f} (\u00d7{r['greedy_vs_float32']:.2f})",
-            f"{r['exact']:.3f}",
-            f"{r['first_fit_s']:.1f}",
-        ]
-        for r in rows
-    ]
-    return {**first, "length": first.get("length", 10), "rows": body}
+    body = _cells(
+        rows,
+        "{backend} | {accelerator} | {model} | {batch_size} | {policy} | "
+        "{train_seq_per_s:,.0f} ({x}{train_vs_float32:.2f}) | "
+        "{greedy_seq_per_s:,.0f} ({x}{greedy_vs_float32:.2f}) | {exact:.3f} | {first_fit_s:.1f}",
+    )
+    return {**rows[0], "length": rows[0].get("length", 10), "rows": body}
+
+
+_DECODING_CELLS = "{memory} | {strengths} | {length:,} | {first_call_s:.2f} | {seconds:.3f}"
 
 
 def _decoding_context(rows):
-    body = [
-        [
-            r["backend"],
-            r["memory"],
-            r["strengths"],
-            f"{r['length']:,}",
-            f"{r['first_call_s']:.2f}",
-            f"{r['seconds']:.3f}",
-        ]
-        for r in rows
-    ]
     exponents = []
     for backend in dict.fromkeys(r["backend"] for r in rows):
         of_backend = [r for r in rows if r["backend"] == backend]
@@ -781,32 +735,30 @@ def _decoding_context(rows):
             ]
             span = f"{min(lengths):,}-{max(lengths):,}"
             exponents.append([backend, memory, strengths, span, _fmt(exponent, 2)])
-    return {"rows": body, "exponents": exponents}
+    return {"rows": _cells(rows, "{backend} | " + _DECODING_CELLS), "exponents": exponents}
 
 
 def _overhead_rows(rows):
-    return [
-        [
-            r["backend"],
-            r["estimator"],
-            f"{r['n_samples']:,} \u00d7 {r['epochs']}",
-            f"{r['estimator_fit_s']:.2f} s",
-            f"{r['keras_fit_s']:.2f} s",
-            f"{r['overhead_s']:+.2f} s ({r['overhead_percent']:+.1f} %)",
-            _seconds(r.get("prepare_data_s")),
-            f"{r['cold_fit_s']:.1f} s",
-        ]
-        for r in rows
-    ]
+    return _cells(
+        rows,
+        "{backend} | {estimator} | {n_samples:,} {x} {epochs} | {estimator_fit_s:.2f} s | "
+        "{keras_fit_s:.2f} s | {overhead_s:+.2f} s ({overhead_percent:+.1f} %) | {prepare} | "
+        "{cold_fit_s:.1f} s",
+        prepare=lambda r: _seconds(r.get("prepare_data_s")),
+    )
+
+
+def _backend_name(section):
+    return {"tensorflow": "TensorFlow", "jax": "JAX"}[section["device"]["keras_backend"]]
 
 
 def _transduction_context(section, title):
     rows = section["results"]
-    tests = list(rows[0]["tests"])
+    tests = [f"lengths {k}" for k in rows[0]["tests"]]
     return {
         "title": title,
         "protocol": rows[0]["protocol"],
-        "backend": {"tensorflow": "TensorFlow", "jax": "JAX"}[section["device"]["keras_backend"]],
+        "backend": _backend_name(section),
         "n_train": f"{rows[0]['n_train']:,}",
         "train": "{}-{}".format(*rows[0]["train_lengths"]),
         "n_test": section["config"]["n_test"],
@@ -814,14 +766,7 @@ def _transduction_context(section, title):
         "metric": "per-token" if rows[0]["protocol"] == "deletang" else "fine",
         "n_seeds": len({r["seed"] for r in rows}),
         "note": section.get("note", ""),
-        "header": [
-            "task",
-            "memory",
-            *(f"lengths {k}" for k in tests),
-            "published",
-            "seeds",
-            "fit",
-        ],
+        "header": ["task", "memory", *tests, "published", "seeds", "fit"],
         "rows": _transduction_summary(rows),
     }
 
@@ -829,32 +774,26 @@ def _transduction_context(section, title):
 def _svo_context(section):
     rows = section["results"]
     settings = rows[0]["params"]
-    body = [
-        [
-            r["seed"],
-            r["test_lengths"],
-            r["n_test"],
-            r["right up to the last word"],
-            r["exact"],
-            r["last word a verb of the subject's relative clauses"],
-            r["last word a verb of the object's relative clauses"],
-            r["last word another verb"] + r["last word not a verb"],
-            r["last word missing"],
-            r["wrong earlier"],
-            ", ".join(
-                f"{depth}: {wrong}/{total}"
-                for depth, (wrong, total) in r["main verb wrong by subject depth"].items()
-            ),
-            f"{r['final_loss']:.3f} after {r['epochs']} epochs",
-        ]
-        for r in rows
-    ]
+
+    def by_depth(r):
+        depths = r["main_verb_wrong_by_subject_depth"].items()
+        return ", ".join(f"{depth}: {wrong}/{total}" for depth, (wrong, total) in depths)
+
     return {
-        "backend": {"tensorflow": "TensorFlow", "jax": "JAX"}[section["device"]["keras_backend"]],
+        "backend": _backend_name(section),
         "settings": ", ".join(f"`{k}={v!r}`" for k, v in settings.items()) or "its defaults",
         "commit": section["device"].get("skptr_commit", "?"),
         "note": section.get("note", ""),
-        "rows": body,
+        "rows": _cells(
+            [{k.replace(" ", "_").replace("'", ""): v for k, v in r.items()} for r in rows],
+            "{seed} | {test_lengths} | {n_test} | {right_up_to_the_last_word} | {exact} | "
+            "{last_word_a_verb_of_the_subjects_relative_clauses} | "
+            "{last_word_a_verb_of_the_objects_relative_clauses} | {other} | "
+            "{last_word_missing} | {wrong_earlier} | {by_depth} | "
+            "{final_loss:.3f} after {epochs} epochs",
+            other=lambda r: r["last_word_another_verb"] + r["last_word_not_a_verb"],
+            by_depth=by_depth,
+        ),
     }
 
 
@@ -863,47 +802,30 @@ def _gpu_context(data):
     gpu = {key.split("/", 1)[1]: value for key, value in data.items() if "/" in key}
     if not gpu:
         return None
-    context = {"device": next(v["device"] for v in gpu.values() if "device" in v)}
-    context["device"].setdefault("jax", None)
-    if "precision.jax" in gpu:
-        context["precision"] = _precision_context(gpu["precision.jax"]["results"])
-    context["pointer_speed"] = [
-        [
-            r["task"],
-            r["hidden_size"],
-            f"{r['n_train']:,}",
-            f"{r['train_seq_per_s']:,.0f}",
-            f"{r['reference_train_seq_per_s']:,.0f}",
-            f"\u00d7{r['train_ratio']:.2f}",
-            f"{r['greedy_seq_per_s']:,.0f}",
-            f"\u00d7{r['greedy_ratio']:.2f}",
-            f"{r.get('beam3_seq_per_s', float('nan')):,.0f}",
-        ]
-        for r in gpu.get("pointer_speed.jax", {}).get("results", [])
-    ]
-    context["transducer_speed"] = [
-        [
-            r["length"],
-            r["memory"] or "none (LSTM only)",
-            f"{r['n_train']} / {r['batch_size']}",
-            f"{r['train_seq_per_s']:,.0f}",
-            f"{r['decode_seq_per_s']:,.0f}",
-        ]
-        for r in gpu.get("transducer_speed.jax", {}).get("results", [])
-    ]
-    context["decoding"] = [
-        [
-            r["memory"],
-            r["strengths"],
-            f"{r['length']:,}",
-            f"{r['first_call_s']:.2f}",
-            f"{r['seconds']:.3f}",
-        ]
-        for r in gpu.get("transducer_decoding.jax", {}).get("results", [])
-    ]
-    restarts = gpu.get("transducer_restarts.jax", {})
-    context["restarts"] = _restarts_rows(restarts.get("results", []))
-    context["restarts_note"] = restarts.get("note", "")
+
+    def results(name):
+        return gpu.get(name, {}).get("results", [])
+
+    context = {"device": {"jax": None, **next(v["device"] for v in gpu.values() if "device" in v)}}
+    context["precision"] = (
+        _precision_context(results("precision.jax")) if results("precision.jax") else None
+    )
+    context["pointer_speed"] = _cells(
+        results("pointer_speed.jax"),
+        "{task} | {hidden_size} | {n_train:,} | {train_seq_per_s:,.0f} | "
+        "{reference_train_seq_per_s:,.0f} | {x}{train_ratio:.2f} | {greedy_seq_per_s:,.0f} | "
+        "{x}{greedy_ratio:.2f} | {beam:,.0f}",
+        beam=lambda r: r.get("beam3_seq_per_s", float("nan")),
+    )
+    context["transducer_speed"] = _cells(
+        results("transducer_speed.jax"),
+        "{length} | {name} | {n_train} / {batch_size} | {train_seq_per_s:,.0f} | "
+        "{decode_seq_per_s:,.0f}",
+        name=lambda r: r["memory"] or "none (LSTM only)",
+    )
+    context["decoding"] = _cells(results("transducer_decoding.jax"), _DECODING_CELLS)
+    context["restarts"] = _restarts_rows(results("transducer_restarts.jax"))
+    context["restarts_note"] = gpu.get("transducer_restarts.jax", {}).get("note", "")
     if "hull50_budget" in gpu:
         row = gpu["hull50_budget"]
         cpu = [
@@ -911,44 +833,33 @@ def _gpu_context(data):
             for r in data.get("pointer_budget", {}).get("results", [])
             if r["task"] == "hull50" and r.get("settings") == row["settings"]
         ]
-        cpu_seconds = data.get("pointer_budget", {}).get("config", {}).get("seconds", {})
+        seconds = data.get("pointer_budget", {}).get("config", {}).get("seconds", {})
+        reached = f"the CPU reached {min(cpu):.3f}-{max(cpu):.3f} in " if cpu else ""
         context["hull50"] = {
-            "settings": row["settings"],
+            **row,
             "random_state": row.get("random_state", 0),
-            "budget_s": row["budget_s"],
             "greedy": f"{row['greedy']['exact']:.3f}",
             "beam3": f"{row['beam3']['exact']:.3f}",
-            "epochs": row["epochs"],
             "n_train": f"{row['n_train']:,}",
-            "cpu": f"the CPU reached {min(cpu):.3f}-{max(cpu):.3f} in "
-            f"{cpu_seconds['hull50']:,} s; "
-            if cpu
-            else "",
+            "cpu": f"{reached}{seconds['hull50']:,} s; " if cpu else "",
             "published": PUBLISHED_HULL[50][0],
             "first": f"{row['curve'][0]['seconds']:.0f}",
             "later": f"{_later_epoch_seconds(row):.1f}",
         }
     if "hull50_batches" in gpu:
         section = gpu["hull50_batches"]
-        row = section["results"][0]
-        context["batches"] = {
-            "n_train": f"{row['n_train']:,}",
-            "random_state": row["random_state"],
-            "budget_s": row["budget_s"],
-            "note": section["note"],
-            "rows": [
-                [
-                    r["settings"],
-                    r["batches"],
-                    f"{r['curve'][0]['seconds']:.0f}",
-                    f"{_later_epoch_seconds(r):.1f}",
-                    str(r["epochs"]),
-                    f"{r['greedy']['exact']:.3f}",
-                    f"{r['beam3']['exact']:.3f}",
-                ]
-                for r in section["results"]
-            ],
-        }
+        first = section["results"][0]
+        rows = _cells(
+            section["results"],
+            "{settings} | {batches} | {first:.0f} | {later:.1f} | {epochs} | {greedy:.3f} | "
+            "{beam:.3f}",
+            first=lambda r: r["curve"][0]["seconds"],
+            later=_later_epoch_seconds,
+            greedy=lambda r: r["greedy"]["exact"],
+            beam=lambda r: r["beam3"]["exact"],
+        )
+        context["batches"] = {**first, "n_train": f"{first['n_train']:,}", "note": section["note"]}
+        context["batches"]["rows"] = rows
     return context
 
 
