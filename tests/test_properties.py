@@ -199,7 +199,7 @@ _ODD_VALID = {
 
 
 @pytest.mark.parametrize("estimator", list(ESTIMATORS))
-@examples(3)
+@examples(2)
 @given(data=st.data())
 def test_unusual_valid_values_train_and_predict(estimator, data):
     params = _ODD_VALID[estimator]
@@ -214,12 +214,6 @@ def test_unusual_valid_values_train_and_predict(estimator, data):
         check_orderings(model.predict(X), [len(x) for x in X])
     else:
         check_transductions(model.predict(strings()[0][:8]), 8)
-
-
-def test_different_seeds_at_the_edges_of_their_range_give_different_weights():
-    low = fit_tiny("pointer", random_state=1).network_.get_weights()
-    high = fit_tiny("pointer", random_state=2**32 - 1).network_.get_weights()
-    assert any(not np.array_equal(a, b) for a, b in zip(low, high, strict=True))
 
 
 def _stop_after_first_epoch():
@@ -365,7 +359,7 @@ _ODD_POINTER_DATA = {
 }
 
 
-@examples(3)
+@examples(2)
 @given(case=st.sampled_from(sorted(_ODD_POINTER_DATA)))
 def test_unusual_training_data_trains_or_is_refused(case):
     X, y = _ODD_POINTER_DATA[case](*[a.copy() for a in sorting()])
@@ -520,7 +514,7 @@ _ODD_TRANSDUCER_DATA = {
 }
 
 
-@examples(3)
+@examples(2)
 @given(case=st.sampled_from(sorted(_ODD_TRANSDUCER_DATA)))
 def test_unusual_transductions_train_and_predict(case):
     X, y = _ODD_TRANSDUCER_DATA[case](*strings())
