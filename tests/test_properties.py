@@ -552,6 +552,11 @@ def test_transducer_scores_of_malformed_targets_are_refused(call):
     refused(lambda: call(fitted("stack")))
 
 
+def test_a_transducer_transduces_empty_inputs_and_no_inputs():
+    check_transductions(fitted("stack").predict(["", "a"]), 2)
+    either(lambda: fitted("stack").predict([]), lambda out: check_transductions(out, 0))
+
+
 @examples(4)
 @given(X=st.lists(st.text(alphabet="abz", max_size=6), min_size=1, max_size=3))
 def test_unknown_tokens_are_ignored_when_asked(X):
