@@ -24,26 +24,6 @@ def test_every_supported_backend_has_a_compile_policy():
     assert _backend.SUPPORTED_BACKENDS[0] == "tensorflow"
 
 
-@pytest.mark.parametrize(
-    ("backend", "jit_training", "n_steps", "length", "mode"),
-    [
-        ("tensorflow", False, 10, 64, "eager"),
-        ("tensorflow", True, 10, 64, "eager"),
-        ("tensorflow", False, 11, 64, "graph"),
-        ("tensorflow", False, 10, 65, "graph"),
-        ("tensorflow", False, 5000, 20, "graph"),
-        ("tensorflow", True, 399, 20, "graph"),
-        ("tensorflow", True, 400, 128, "jit"),
-        ("tensorflow", True, 400, 129, "graph"),
-        ("jax", False, 1, 5, "jit"),
-        ("jax", True, 1, 5, "jit"),
-        ("jax", False, 5000, 500, "jit"),
-    ],
-)
-def test_compile_policy_modes(backend, jit_training, n_steps, length, mode):
-    assert COMPILE_POLICY[backend].training_mode(jit_training, n_steps, length) == mode
-
-
 def test_compile_policy_without_length_limit():
     policy = CompilePolicy(
         eager_steps=0, eager_length=0, jit_steps=5, jit_length=None, jit_opt_in=True
@@ -51,21 +31,6 @@ def test_compile_policy_without_length_limit():
     assert policy.training_mode(True, 5, 10_000) == "jit"
     assert policy.training_mode(False, 5, 10_000) == "graph"
     assert policy.training_mode(True, 4, 3) == "graph"
-
-
-@pytest.mark.parametrize(
-    ("backend", "jit_inference", "n_rows", "length", "jit"),
-    [
-        ("tensorflow", True, 1024, 10, True),
-        ("tensorflow", True, 1023, 10, False),
-        ("tensorflow", True, 1, 2_897, True),  # 2,897**2 >= 2**23
-        ("tensorflow", True, 1, 2_896, False),
-        ("tensorflow", False, 100_000, 5_000, False),
-        ("jax", True, 100_000, 5_000, False),  # JAX's inference models are always jit-compiled
-    ],
-)
-def test_compile_policy_for_inference(backend, jit_inference, n_rows, length, jit):
-    assert COMPILE_POLICY[backend].inference_jit(jit_inference, n_rows, length) is jit
 
 
 def test_fit_compiles_as_the_policy_says():
@@ -97,13 +62,15 @@ def test_unsupported_backend_fails_at_import():
 
 
 def _fitted_estimators():
+    # Ten training steps each or fewer: what is compared is the same arithmetic on both
+    # backends, which needs weights out of a fit, not a trained model.
     rng = np.random.default_rng(7)
     X = rng.random((300, 6))
-    orderer = PointerNetworkOrderer(hidden_size=16, epochs=4, batch_size=32, random_state=0)
+    orderer = PointerNetworkOrderer(hidden_size=16, epochs=1, batch_size=32, random_state=0)
     orderer.fit(X, np.argsort(X, axis=1))
     points = rng.random((300, 5, 2))
     set_orderer = PointerNetworkOrderer(
-        encoder="attention", hidden_size=16, n_heads=4, epochs=2, batch_size=32, random_state=0
+        encoder="attention", hidden_size=16, n_heads=4, epochs=1, batch_size=32, random_state=0
     )
     set_orderer.fit(points, np.argsort(points[:, :, 0], axis=1))
     sources = ["".join(rng.choice(list("ab"), size=rng.integers(1, 7))) for _ in range(200)]
@@ -111,10 +78,10 @@ def _fitted_estimators():
         hidden_size=16,
         embedding_dim=8,
         memory_width=8,
-        epochs=3,
+        epochs=1,
         batch_size=32,
         curriculum=False,
-        n_init=2,
+        n_init=1,
         random_state=0,
     )
     transducer.fit(sources, [s[::-1] for s in sources])

@@ -29,7 +29,7 @@ def sorting_split():
 @pytest.fixture(scope="module")
 def sorter(sorting_split):
     X_train, y_train, _, _ = sorting_split
-    return PointerNetworkOrderer(hidden_size=32, epochs=6, random_state=0).fit(X_train, y_train)
+    return PointerNetworkOrderer(hidden_size=32, epochs=4, random_state=0).fit(X_train, y_train)
 
 
 @pytest.fixture(scope="module")
@@ -190,10 +190,10 @@ def test_several_steps_per_call_unless_a_callback_watches_batches(tiny_data):
 
 def test_history_validation_verbosity_and_callbacks(tiny_data, capsys):
     X, y = tiny_data
-    estimator = PointerNetworkOrderer(**{**SMALL, "epochs": 3, "validation_fraction": 0.2})
+    estimator = PointerNetworkOrderer(**{**SMALL, "epochs": 2, "validation_fraction": 0.2})
     estimator.fit(X, y)
     assert set(estimator.history_) == {"loss", "val_loss", "learning_rate"}
-    assert len(estimator.history_["loss"]) == 3 == estimator.n_iter_
+    assert len(estimator.history_["loss"]) == 2 == estimator.n_iter_
     assert capsys.readouterr().out == ""
     epochs = []
     callback = keras.callbacks.LambdaCallback(
@@ -235,14 +235,14 @@ def test_warm_start_continues_training(tiny_data):
 
 def test_learning_rate_decays_per_epoch_across_warm_starts(tiny_data):
     X, y = tiny_data
-    params = {"epochs": 3, "learning_rate": 0.04, "learning_rate_decay": 0.5}
+    params = {"epochs": 2, "learning_rate": 0.04, "learning_rate_decay": 0.5}
     estimator = PointerNetworkOrderer(**{**SMALL, **params}, warm_start=True).fit(X, y)
-    np.testing.assert_allclose(estimator.history_["learning_rate"], [0.04, 0.02, 0.01], rtol=1e-6)
-    estimator.set_params(epochs=2).fit(X, y)  # epochs 3 and 4 of the same network
+    np.testing.assert_allclose(estimator.history_["learning_rate"], [0.04, 0.02], rtol=1e-6)
+    estimator.fit(X, y)  # epochs 2 and 3 of the same network
     rates = estimator.history_["learning_rate"]
-    np.testing.assert_allclose(rates[3:], [0.005, 0.0025], rtol=1e-6)
+    np.testing.assert_allclose(rates[2:], [0.01, 0.005], rtol=1e-6)
     estimator.set_params(learning_rate=0.1, learning_rate_decay=1.0, epochs=1).fit(X, y)
-    np.testing.assert_allclose(estimator.history_["learning_rate"][5:], [0.1], rtol=1e-6)
+    np.testing.assert_allclose(estimator.history_["learning_rate"][4:], [0.1], rtol=1e-6)
     estimator.set_params(warm_start=False, epochs=2, learning_rate_decay=0.5).fit(X, y)
     np.testing.assert_allclose(estimator.history_["learning_rate"], [0.1, 0.05], rtol=1e-6)
 

@@ -118,7 +118,7 @@ TRANSDUCER = {
     "memory_width": 4,
     "epochs": 1,
     "curriculum": False,
-    "n_init": 2,
+    "n_init": 1,
     "random_state": 0,
 }
 
