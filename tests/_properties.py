@@ -7,7 +7,8 @@ validation) whose message names the problem in the user's terms, not a backend's
 
 Hypothesis runs each property on a fixed, small number of examples (``derandomize``) so
 that ``make test`` stays fast and reproducible; ``SKPTR_FUZZ_SCALE=N`` multiplies every
-``max_examples`` by ``N`` and draws new examples on each run, for a longer search.
+``max_examples`` by ``N`` and draws new examples on each run, for a longer search. On JAX,
+which compiles every new network, properties run on half as many examples.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import re
 import zipfile
 from pathlib import Path
 
+import keras
 import numpy as np
 from hypothesis import HealthCheck, Phase, settings
 
@@ -50,6 +52,8 @@ def examples(n, shrink=False):
     the failing example is printed as found.
     """
     phases = list(Phase) if shrink or SCALE > 1 else [Phase.explicit, Phase.generate]
+    if keras.backend.backend() == "jax" and n > 1:  # JAX compiles every new network
+        n = max(1, n // 2)
     return settings(_PROFILE, max_examples=n * SCALE, phases=phases)
 
 
