@@ -18,6 +18,7 @@ import contextlib
 import importlib.util
 import logging
 import os
+import signal
 import threading
 
 import keras
@@ -25,8 +26,10 @@ import keras
 __all__ = [
     "SUPPORTED_BACKENDS",
     "NetworkWrapper",
+    "RaisePendingInterrupt",
     "check_backend",
     "enable_gpu_memory_growth",
+    "interrupts_between_steps",
     "new_network_built",
     "out_of_memory_as_error",
     "quiet_retracing",
@@ -357,6 +360,71 @@ def new_network_built():
     import jax
 
     jax.clear_caches()
+
+
+_interrupt_pending = threading.Event()
+
+
+@contextlib.contextmanager
+def interrupts_between_steps():
+    """On JAX, hold a Ctrl+C that arrives inside the block until a training step ends.
+
+    An interrupt that lands while XLA compiles a step leaves JAX's compilation state
+    broken (the process can crash when it exits), so in the main thread the first
+    SIGINT only marks an interrupt as pending: :class:`RaisePendingInterrupt` raises it
+    between steps, and leaving the block raises it if no step ended since. A second
+    Ctrl+C interrupts at once. Does nothing on TensorFlow, in other threads, or when
+    the program installed a SIGINT handler of its own.
+    """
+    if (
+        keras.backend.backend() != "jax"
+        or threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+
+    def hold(signum, frame):
+        if _interrupt_pending.is_set():
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            raise KeyboardInterrupt
+        _interrupt_pending.set()
+
+    _interrupt_pending.clear()
+    signal.signal(signal.SIGINT, hold)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        pending = _interrupt_pending.is_set()
+        _interrupt_pending.clear()
+    if pending:
+        raise KeyboardInterrupt
+
+
+class RaisePendingInterrupt(keras.callbacks.Callback):
+    """Raise, between training steps, an interrupt that
+    :func:`interrupts_between_steps` holds."""
+
+    def _check(self, *args, **kwargs):
+        if _interrupt_pending.is_set():
+            _interrupt_pending.clear()
+            raise KeyboardInterrupt
+
+    on_train_batch_end = on_test_batch_end = on_predict_batch_end = on_epoch_end = _check
+
+
+def training_stopped(network):
+    """Forget the step state that an interrupted fit of ``network`` left in Keras' JAX
+    trainer.
+
+    Its buffers may have been consumed by the compiled step; once the caller has given
+    the variables their values back, nothing may copy that state over them. Does
+    nothing on TensorFlow, whose steps update the variables in place.
+    """
+    if keras.backend.backend() == "jax":
+        network._jax_state = None
+        network._jax_state_synced = True
 
 
 def check_backend():

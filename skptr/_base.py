@@ -294,28 +294,40 @@ _LOCAL_COPIES = weakref.WeakKeyDictionary()
 _PER_PROCESS = ("devices", "callbacks")
 
 
+def _training_variables(network):
+    """Every variable a training step reads and writes: the weights, the other state of
+    the layers (such as seed generators), the optimiser's and the metrics'."""
+    optimizer = getattr(network, "optimizer", None)
+    return [
+        *network.trainable_variables,
+        *network.non_trainable_variables,
+        *(optimizer.variables if optimizer is not None and optimizer.built else ()),
+        *network.metrics_variables,
+    ]
+
+
 class _NetworkSnapshot:
-    """The weights and optimiser state of a network, to restore after a failed fit."""
+    """The state of a network, to restore after a failed fit.
+
+    Every variable of training is copied to host memory, not just the weights: on JAX,
+    Keras hands the variables' buffers to the compiled step (which consumes them) and
+    detaches them from the variables for the rest of the epoch, so a fit stopped midway,
+    by an exception or an interrupt, leaves variables without values.
+    """
 
     def __init__(self, network):
         self.network = network
-        self.weights = network.get_weights()
         self.optimizer = getattr(network, "optimizer", None)
-        self.optimizer_state = (
-            None
-            if self.optimizer is None or not self.optimizer.built
-            else [keras.ops.convert_to_numpy(v) for v in self.optimizer.variables]
-        )
+        self.variables = _training_variables(network)
+        self.values = [np.array(keras.ops.convert_to_numpy(v.value)) for v in self.variables]
+        self.optimizer_built = self.optimizer is not None and self.optimizer.built
 
     def restore(self):
         """Put the network back as it was when the snapshot was taken."""
-        self.network.set_weights(self.weights)
-        if self.optimizer_state is None:
-            self.network.optimizer = None
-            return
-        self.network.optimizer = self.optimizer
-        for variable, value in zip(self.optimizer.variables, self.optimizer_state, strict=True):
+        for variable, value in zip(self.variables, self.values, strict=True):
             variable.assign(value)
+        self.network.optimizer = self.optimizer if self.optimizer_built else None
+        _backend.training_stopped(self.network)
 
 
 def _reinitialised(network, new, learning_rate):
@@ -630,10 +642,16 @@ class SequenceEstimatorBase(BaseEstimator):
             )
         trial = self._shallow_copy()
         warm = self.warm_start and self._is_fitted()
+        if warm:
+            self._check_warm_start_params()
         snapshot = _NetworkSnapshot(self.network_) if warm else None
         seeds = SeedStream(draw_seed(self.random_state))
         try:
-            with _backend.out_of_memory_as_error(self), self._placement().scope():
+            with (
+                _backend.interrupts_between_steps(),
+                _backend.out_of_memory_as_error(self),
+                self._placement().scope(),
+            ):
                 trial._fit_trial(X, y, warm=warm, seeds=seeds)
         except BaseException:
             if snapshot is not None:
@@ -730,11 +748,38 @@ class SequenceEstimatorBase(BaseEstimator):
             self.history_.setdefault(key, []).extend(float(v) for v in values)
         self.n_iter_ = len(self.history_.get("loss", []))
 
+    def _current_network_params(self):
+        """The network hyperparameters a new network would be built with now."""
+        params = {name: _plain(getattr(self, name)) for name in self._network_params}
+        if params.get("dtype_policy", "") is None:
+            params["dtype_policy"] = global_dtype_policy(type(self).__name__)
+        return params
+
+    def _check_warm_start_params(self):
+        """Raise a ``ValueError`` when a warm start cannot continue the fitted network:
+        a hyperparameter it was built with has changed since."""
+        changed = [
+            (name, fitted, value)
+            for (name, value), fitted in zip(
+                self._current_network_params().items(),
+                (self.network_params_[name] for name in self._network_params),
+                strict=True,
+            )
+            if value != fitted
+        ]
+        if changed:
+            now = ", ".join(f"{name}={value!r}" for name, _, value in changed)
+            then = ", ".join(f"{name}={fitted!r}" for name, fitted, _ in changed)
+            raise ValueError(
+                f"{type(self).__name__}: warm_start=True continues the fitted network, "
+                f"which was built with {then}; the estimator now has {now}. Set "
+                "warm_start=False to fit a new network with the new settings, or set "
+                f"{'them' if len(changed) > 1 else 'it'} back to continue training."
+            )
+
     def _record_network_params(self):
         """Set ``network_params_``: the hyperparameters a new network is built from."""
-        self.network_params_ = {name: _plain(getattr(self, name)) for name in self._network_params}
-        if self.network_params_.get("dtype_policy", "") is None:
-            self.network_params_["dtype_policy"] = global_dtype_policy(type(self).__name__)
+        self.network_params_ = self._current_network_params()
 
     def _validation_batch_size(self, placement, batch_size):
         """Validation samples per batch of each process feeding the batches (None: Keras'
@@ -823,6 +868,7 @@ class SequenceEstimatorBase(BaseEstimator):
                 )
             )
         callbacks.append(_StopOnNonFinite(type(self).__name__))
+        callbacks.append(_backend.RaisePendingInterrupt())
         return callbacks
 
     # ------------------------------------------------------------- utilities
@@ -888,7 +934,7 @@ class SequenceEstimatorBase(BaseEstimator):
 
         Parameters
         ----------
-        path : str or path-like
+        path : str, bytes or path-like
             Destination file, conventionally ending in ``.skptr``.
         """
         _save_estimator(self, path)

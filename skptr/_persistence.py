@@ -78,8 +78,8 @@ ESTIMATOR_CLASSES = {
 MAX_METADATA_BYTES = 64 * 2**20
 #: The largest Keras configuration and metadata members of ``network.keras`` read.
 MAX_KERAS_CONFIG_BYTES = 2**20
-#: The stored weights hold the network's weights and Adam's two moments; the file adds
-#: its own structure, at most this much.
+#: The stored weights hold the network's weights; files of earlier versions also hold
+#: Adam's two moments. The file adds its own structure, at most this much.
 STORED_WEIGHT_COPIES = 3
 WEIGHTS_FILE_OVERHEAD = 4 * 2**20
 # Entries of a network's Keras configuration that do not describe its architecture.
@@ -190,28 +190,65 @@ def _persistent_state(estimator):
     }
 
 
+def _checked_path(path):
+    """``path`` as a str; bytes are decoded as the file system does."""
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if not isinstance(path, str | os.PathLike):
+        raise TypeError(f"path must be a str or a path-like object, got a {type(path).__name__}.")
+    return os.fsdecode(os.fspath(path))
+
+
 def _write_atomically(path, data):
     """Write ``data`` to a temporary file beside ``path``, then move it onto ``path``.
 
     The replacement is one step (``os.replace``), so ``path`` holds either its previous
     contents or ``data``, never a part of it; the temporary file is removed on failure.
+    A symbolic link is followed: its target is replaced and the link kept. A file
+    replaced keeps its permissions; a read-only one is refused.
     """
-    path = os.fspath(path)
-    directory, name = os.path.split(os.path.abspath(path))
+    target = os.path.realpath(path)
+    mode = 0o666 & ~_umask()
+    if os.path.lexists(target):
+        status = os.stat(target)
+        if not stat.S_ISREG(status.st_mode):
+            raise ValueError(f"{path} exists and is not a regular file; choose another path.")
+        if not status.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+            raise PermissionError(
+                f"{path} is read-only; make it writable (chmod u+w) or save to another path."
+            )
+        mode = stat.S_IMODE(status.st_mode)
+    directory, name = os.path.split(target)
     handle, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
             stream.flush()
             os.fsync(stream.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)
-        os.replace(temporary, path)
+        os.chmod(temporary, mode)
+        os.replace(temporary, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+def _umask():
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask
+
+
+def _model_only(estimator):
+    """A new network holding the fitted network's weights and nothing else.
+
+    The fitted network carries what using it attached to it (compiled inference models,
+    each with an optimiser of its own, and the training optimiser), which Keras would
+    write into the file as well; the file holds the model only.
+    """
+    network = estimator._new_network(restored=True)
+    network.set_weights(estimator.network_.get_weights())
+    return network
 
 
 def save(estimator, path):
@@ -225,18 +262,25 @@ def save(estimator, path):
     ----------
     estimator : PointerNetworkOrderer or NeuralStackTransducer
         A fitted or unfitted estimator.
-    path : str or path-like
-        Destination file (conventionally ending in ``.skptr``).
+    path : str, bytes or path-like
+        Destination file (conventionally ending in ``.skptr``). A symbolic link is
+        followed: the file it points to is replaced, keeping its permissions.
 
     Raises
     ------
     TypeError
         If a hyperparameter or fitted attribute is not plain data (Keras callbacks,
-        a ``RandomState`` instance): such estimators can only be pickled.
+        a ``RandomState`` instance): such estimators can only be pickled; or if
+        ``path`` is not a str, bytes or path-like object.
+    PermissionError
+        If ``path`` is a read-only file.
+    ValueError
+        If ``path`` exists and is not a regular file.
     """
     name = type(estimator).__name__
     if ESTIMATOR_CLASSES.get(name) is None:
         raise TypeError(f"{name} is not a skptr estimator.")
+    path = _checked_path(path)
     params = estimator.get_params(deep=False)
     if params.get("callbacks"):
         raise TypeError(
@@ -258,7 +302,7 @@ def save(estimator, path):
     with tempfile.TemporaryDirectory() as directory:
         network_path = os.path.join(directory, NETWORK_FILE)
         if metadata["has_network"]:
-            estimator.network_.save(network_path)
+            _model_only(estimator).save(network_path)
         buffer = io.BytesIO()
         with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
             archive.writestr(METADATA_FILE, json.dumps(metadata, indent=1))
@@ -407,14 +451,20 @@ def _read_member(archive, name, limit, path, what):
     return archive.read(name)
 
 
+# Weight paths that are not the network's: the optimiser's, and those of the compiled
+# inference models that files of earlier versions held after large predictions (Keras
+# reads only the paths of the network it loads into, so they are ignored).
+_NOT_NETWORK_WEIGHTS = ("optimizer/", "_skptr_inference_models/")
+
+
 def _weight_layout(weights_file):
-    """Shape of each network weight in a Keras weights file, by path (optimizer left out)."""
+    """Shape of each network weight in a Keras weights file, by path."""
     layout = {}
 
     def record(name, item):
         if isinstance(name, bytes):  # h5py's spelling of a name that is not UTF-8
             name = name.decode("utf-8", errors="replace")
-        if isinstance(item, h5py.Dataset) and not name.startswith("optimizer/"):
+        if isinstance(item, h5py.Dataset) and not name.startswith(_NOT_NETWORK_WEIGHTS):
             layout[name] = item.shape
 
     with h5py.File(weights_file, "r") as handle:
@@ -646,7 +696,7 @@ def load(path):
 
     Parameters
     ----------
-    path : str or path-like
+    path : str, bytes or path-like
         A file written by :meth:`save`.
 
     Returns
@@ -667,10 +717,7 @@ def load(path):
         are not those of a skptr estimator (or non-finite weights),
         or members larger than those can be.
     """
-    if isinstance(path, bytes):
-        path = os.fsdecode(path)
-    if not isinstance(path, str | os.PathLike):
-        raise TypeError(f"path must be a str or a path-like object, got a {type(path).__name__}.")
+    path = _checked_path(path)
     if not stat.S_ISREG(os.stat(path).st_mode):
         raise ValueError(f"{path} is not a regular file, so it cannot be a skptr file.")
     try:

@@ -387,7 +387,9 @@ def check_token_sequences(X, name="X"):
     ----------
     X : sequence of token sequences
         Strings, lists or tuples of hashable tokens, or 1-D arrays; a 2-D array is read
-        as one sequence per row, a 1-D array of strings as one string per sample.
+        as one sequence per row, a 1-D array of strings as one string per sample, and a
+        table of one column of strings or sequences (such as a one-column DataFrame)
+        as one sequence per row.
         Lengths may differ; empty sequences are allowed.
     name : str, default="X"
         Name of the argument, used in error messages.
@@ -407,6 +409,13 @@ def check_token_sequences(X, name="X"):
     TypeError
         If ``X`` is not a collection of samples.
     """
+    if not isinstance(X, list | tuple | np.ndarray | str | bytes):
+        if hasattr(X, "to_numpy"):
+            X = X.to_numpy()  # a pandas DataFrame or Series
+        elif hasattr(X, "__array__"):
+            X = np.asarray(X)
+    if isinstance(X, np.ndarray) and X.dtype.kind in "OU" and X.ndim == 2 and X.shape[1] == 1:
+        X = X[:, 0]  # a table of one column: one sequence (such as a string) per row
     if isinstance(X, np.ndarray) and X.dtype.kind == "U" and X.ndim == 1:
         X = X.astype(object)  # one string per sample
     samples = _split_samples(X, name, "token sequences")

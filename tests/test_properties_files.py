@@ -344,10 +344,6 @@ def test_what_is_saved_after_predicting_many_rows_loads_back_twice(folder, kind)
         model = loaded
 
 
-def _issue_54(what):
-    return pytest.mark.xfail(strict=True, reason=f"issue 54: {what}")
-
-
 @pytest.mark.parametrize("as_bytes", [False, True], ids=["str", "bytes"])
 def test_save_and_load_take_bytes_paths_as_load_does(folder, as_bytes):
     path = str(_new_path(folder))
@@ -432,16 +428,7 @@ def _tables():
 @pytest.mark.parametrize(
     ("name", "table"),
     [
-        pytest.param(
-            name,
-            table,
-            marks=[
-                _issue_54("a 2-D table, neither array nor DataFrame, is read as a token per row")
-            ]
-            if name == "table"
-            else [],
-            id=name,
-        )
+        pytest.param(name, table, id=name)
         for name, table in _tables()
     ],
 )
