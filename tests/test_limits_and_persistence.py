@@ -496,7 +496,7 @@ def test_transducer_score_validates_each_input_once(transducer, monkeypatch):
     assert math.isclose(expected, skptr.metrics.fine_accuracy(y, estimator.predict(X)))
 
 
-# Found by the fuzz run (benchmarks/fuzz.py).
+# Found by fuzzing (the properties of tests/test_properties.py generalise them).
 @pytest.mark.parametrize(
     ("params", "message"),
     [
