@@ -68,8 +68,8 @@ def test_other_estimators_network_is_refused(orderer_file, transducer_file, tmp_
         skptr.load(bad)
 
 
-def _network_with_config(network_bytes, **values):
-    """A ``.keras`` archive whose stored configuration has ``values`` changed."""
+def _network_config(network_bytes, change):
+    """A ``.keras`` archive whose stored configuration is edited in place by ``change``."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(io.BytesIO(network_bytes)) as source:
         with zipfile.ZipFile(buffer, "w") as target:
@@ -77,7 +77,7 @@ def _network_with_config(network_bytes, **values):
                 data = source.read(name)
                 if name == "config.json":
                     config = json.loads(data)
-                    config["config"].update(values)
+                    change(config["config"])
                     data = json.dumps(config).encode()
                 target.writestr(name, data)
     return buffer.getvalue()
@@ -114,7 +114,7 @@ def test_stored_network_must_be_the_one_its_fitted_parameters_describe(
 def test_weights_must_fit_the_network_the_parameters_describe(
     orderer_file, tmp_path, values, config, detail
 ):
-    network = _network_with_config(members(orderer_file[1])[NETWORK], **config)
+    network = _network_config(members(orderer_file[1])[NETWORK], lambda c: c.update(config))
     bad = tampered(
         orderer_file[1],
         tmp_path / "bad.skptr",
@@ -322,19 +322,9 @@ def _written_before_the_attention_encoder(metadata):
     entries[:] = [entry for entry in entries if entry[0] not in ("encoder", "n_heads")]
 
 
-def _network_without(network_bytes, *names):
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(network_bytes)) as source:
-        with zipfile.ZipFile(buffer, "w") as target:
-            for name in source.namelist():
-                data = source.read(name)
-                if name == "config.json":
-                    config = json.loads(data)
-                    for key in names:
-                        del config["config"][key]
-                    data = json.dumps(config).encode()
-                target.writestr(name, data)
-    return buffer.getvalue()
+def _without_the_attention_encoder(config):
+    for key in ("encoder", "n_heads"):
+        del config[key]
 
 
 def test_files_written_before_the_attention_encoder_still_load(orderer_file, tmp_path):
@@ -344,7 +334,7 @@ def test_files_written_before_the_attention_encoder_still_load(orderer_file, tmp
         path,
         tmp_path / "old.skptr",
         _written_before_the_attention_encoder,
-        {NETWORK: _network_without(network, "encoder", "n_heads")},
+        {NETWORK: _network_config(network, _without_the_attention_encoder)},
     )
     loaded = skptr.load(old)
     assert loaded.network_params_["encoder"] == "recurrent"

@@ -67,11 +67,15 @@ def test_unfitted_round_trip(tmp_path):
     assert not hasattr(loaded, "network_")
 
 
-def test_truncated_and_corrupted_files_give_clear_errors(hull_model, tmp_path):
-    estimator, _ = hull_model
-    path = tmp_path / "hull.skptr"
-    estimator.save(path)
-    data = path.read_bytes()
+@pytest.fixture(scope="module")
+def hull_file(hull_model, tmp_path_factory):
+    path = tmp_path_factory.mktemp("hull") / "hull.skptr"
+    hull_model[0].save(path)
+    return path
+
+
+def test_truncated_and_corrupted_files_give_clear_errors(hull_model, hull_file, tmp_path):
+    data = hull_file.read_bytes()
     truncated = tmp_path / "truncated.skptr"
     truncated.write_bytes(data[: len(data) // 2])
     with pytest.raises(ValueError, match="corrupted or truncated"):
@@ -84,37 +88,25 @@ def test_truncated_and_corrupted_files_give_clear_errors(hull_model, tmp_path):
     with pytest.raises(ValueError, match=r"skptr file|network cannot be loaded"):
         skptr.load(corrupted)
     not_skptr = tmp_path / "model.pkl"
-    not_skptr.write_bytes(pickle.dumps(estimator))
+    not_skptr.write_bytes(pickle.dumps(hull_model[0]))
     with pytest.raises(ValueError, match="not a readable skptr file"):
         skptr.load(not_skptr)
 
 
-def test_incompatible_versions_are_refused(hull_model, tmp_path):
-    estimator, _ = hull_model
-    path = tmp_path / "hull.skptr"
-    estimator.save(path)
-    old = tmp_path / "old.skptr"
-    tampered(path, old, lambda m: m.update(skptr_version="0.0.1"))
-    with pytest.raises(ValueError, match=r"written by skptr 0\.0\.1, which is incompatible"):
-        skptr.load(old)
-    future_format = tmp_path / "future.skptr"
-    tampered(path, future_format, lambda m: m.update(format_version=99))
-    with pytest.raises(ValueError, match="file format version 99"):
-        skptr.load(future_format)
-    other_keras = tmp_path / "keras2.skptr"
-    tampered(path, other_keras, lambda m: m.update(keras_version="2.15.0"))
-    with pytest.raises(ValueError, match=r"Keras 2\.15\.0"):
-        skptr.load(other_keras)
-
-
-def test_only_skptr_classes_can_be_loaded(hull_model, tmp_path):
-    estimator, _ = hull_model
-    path = tmp_path / "hull.skptr"
-    estimator.save(path)
-    hostile = tmp_path / "hostile.skptr"
-    tampered(path, hostile, lambda m: m.update(estimator="os.system"))
-    with pytest.raises(ValueError, match=r"unknown estimator class 'os\.system'"):
-        skptr.load(hostile)
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"skptr_version": "0.0.1"}, r"written by skptr 0\.0\.1, which is incompatible"),
+        ({"format_version": 99}, "file format version 99"),
+        ({"keras_version": "2.15.0"}, r"Keras 2\.15\.0"),
+        ({"estimator": "os.system"}, r"unknown estimator class 'os\.system'"),
+    ],
+    ids=["old skptr", "future format", "other Keras", "not a skptr class"],
+)
+def test_other_versions_and_classes_are_refused(hull_file, tmp_path, change, message):
+    bad = tampered(hull_file, tmp_path / "bad.skptr", lambda m: m.update(change))
+    with pytest.raises(ValueError, match=message):
+        skptr.load(bad)
 
 
 def test_values_that_are_not_plain_data_cannot_be_saved(tmp_path):
