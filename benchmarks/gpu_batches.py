@@ -18,16 +18,16 @@ import sys
 
 def main(argv=None):
     mode, seconds, output, *changes = argv if argv is not None else sys.argv[1:]
-    from skptr import _base
+    from skptr import _training
 
     from . import budget
     from .__main__ import configuration
     from ._common import device_info
     from .encoders import attention_preset, budget_data
 
-    policy = _base.COMPILE_POLICY["jax"]
+    policy = _training.COMPILE_POLICY["jax"]
     huge = {"recurrent": 2**62, "attention": 2**62}
-    _base.COMPILE_POLICY["jax"] = (
+    _training.COMPILE_POLICY["jax"] = (
         dataclasses.replace(policy, cut_on_accelerators=True)
         if mode == "cut"
         else dataclasses.replace(policy, cut_batches_steps=huge)

@@ -13,6 +13,7 @@ import numpy as np
 from sklearn.base import clone
 
 from skptr import PointerNetworkOrderer
+from skptr._training import compile_network
 from skptr.datasets import make_convex_hull, make_sorting, make_transduction, make_tsp
 from skptr.memory._search import resolve_settings
 
@@ -102,7 +103,7 @@ def pointer_speed(config, log):
             # The first fit builds the network and traces its training step (warm-up).
             with Stopwatch() as cold:
                 est.fit(X, y)
-            inputs, targets, _ = est._prepare_training_data(X, y, reset=False)
+            (inputs, targets, _), _ = est._prepare_training_data(X, y, reset=False)
             n_positions = inputs["values"].shape[1]
             n_classes = n_positions + int(est.ordered_subsets_)
             reference = build_reference(hidden, n_classes, est.n_features_in_)
@@ -227,11 +228,12 @@ def transducer_speed(config, log):
             # XLA only from 400 steps; on JAX always), and one epoch traces the
             # training step before the timed repeats.
             with Stopwatch() as cold:
-                streams, targets, _ = est._prepare_training_data(X, y, reset=True)
+                (streams, targets, _), encoding = est._prepare_training_data(X, y, reset=True)
+                est.__dict__.update(encoding)
                 est.state_bptt_steps_ = resolve_settings(est.get_params(), len(X)).first_bptt_steps
                 est.network_params_ = {name: getattr(est, name) for name in est._network_params}
                 est.network_ = est._new_network()
-                est._compile(config["fit_steps"], streams.shape[1])
+                compile_network(est, est.network_, config["fit_steps"], streams.shape[1])
                 est.network_.fit(streams, targets, batch_size=batch_size, epochs=1, verbose=0)
             est.snap_gates_ = est.snap_gates in (True, "auto")  # as a fit of one initialisation
             est.predict(X_infer)  # traces the decoder
@@ -523,7 +525,7 @@ def _overhead_row(name, estimator, X, y, config):
     est = clone(estimator).set_params(warm_start=True)
     with Stopwatch() as cold:
         est.fit(X, y)
-    keras_input, targets, _ = est._prepare_training_data(X, y, reset=False)
+    (keras_input, targets, _), _ = est._prepare_training_data(X, y, reset=False)
     est.fit(X, y)  # a warm call first, in case anything is traced lazily
     sk_seconds, keras_seconds, prepare_seconds = [], [], []
 

@@ -83,7 +83,7 @@ MAX_KERAS_CONFIG_BYTES = 2**20
 STORED_WEIGHT_COPIES = 3
 WEIGHTS_FILE_OVERHEAD = 4 * 2**20
 # Entries of a network's Keras configuration that do not describe its architecture.
-_NOT_ARCHITECTURE = frozenset({"name", "seed", "trainable", "dtype"})
+_NOT_ARCHITECTURE = frozenset({"name", "seed", "trainable", "dtype", "unroll_steps"})
 #: The entries of ``skptr.json`` and their JSON types.
 METADATA_TYPES = {
     "format": str,

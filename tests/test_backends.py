@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from skptr import NeuralStackTransducer, PointerNetworkOrderer, _backend
-from skptr._base import COMPILE_POLICY, CompilePolicy
+from skptr._training import COMPILE_POLICY, CompilePolicy
 
 BACKEND = keras.backend.backend()
 OTHER_BACKEND = "jax" if BACKEND == "tensorflow" else "tensorflow"

@@ -257,13 +257,14 @@ def _scripted_selection(monkeypatch, scores, **params):
     scripted = iter(scores)
     monkeypatch.setattr(_search, "_checked_fine_accuracy", lambda y_true, y_pred: next(scripted))
     trained = []
-    train = NeuralStackTransducer._train
+    train_network = _search._train_network
 
-    def recording_train(self, *args, **kwargs):
-        train(self, *args, **kwargs)
-        trained.append(self.network_)
+    def recording_train_network(*args, **kwargs):
+        network, params, history = train_network(*args, **kwargs)
+        trained.append(network)
+        return network, params, history
 
-    monkeypatch.setattr(NeuralStackTransducer, "_train", recording_train)
+    monkeypatch.setattr(_search, "_train_network", recording_train_network)
     X, y = make_transduction(
         "reversal", n_samples=40, min_length=1, max_length=4, vocab_size=2, random_state=0
     )
@@ -578,7 +579,7 @@ def test_push_bias_initialises_each_end(reversal_data, memory, push_bias, expect
     est = NeuralStackTransducer(
         memory=memory, push_bias=push_bias, epochs=1, batch_size=60, n_init=1, random_state=0
     ).fit(X, y)
-    controller = est._build_network(seed=0).controller  # the untrained initialisation
+    controller = est._build_network(0, 0).controller  # the untrained initialisation
     n_ends = len(expected)
     head_bias = keras.ops.convert_to_numpy(controller.head_bias)
     np.testing.assert_array_equal(head_bias[:n_ends], expected)

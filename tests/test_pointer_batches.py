@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from skptr import PointerNetworkOrderer
-from skptr._base import COMPILE_POLICY
+from skptr import _base as skptr_base
 from skptr._batches import EXTENT_STEP, LengthGroupedBatches
-from skptr.pointer import _estimator as pointer_estimator
+from skptr._training import COMPILE_POLICY
 from skptr.pointer._codec import PointerCodec
 from skptr.pointer._layers import PointerNetwork, masked_pointer_crossentropy
 
@@ -169,7 +169,7 @@ def test_fits_of_enough_steps_for_the_backend_cut_their_batches(monkeypatch):
         monkeypatch.setitem(COMPILE_POLICY, backend, policy)
         for epochs, cut in ((4, False), (5, True)):  # 2 batches of 128 per epoch
             est = PointerNetworkOrderer(epochs=epochs)
-            data = est._prepare_training_data(X, y, reset=True)
+            data, _ = est._prepare_training_data(X, y, reset=True)
             batches = est._training_batches(data, est.batch_size, 0)
             assert isinstance(batches, LengthGroupedBatches) is cut
             assert not cut or batches.powers_of_two is powers_of_two
@@ -190,9 +190,9 @@ def test_on_an_accelerator_batches_are_cut_only_where_the_policy_says(
     )
     monkeypatch.setitem(COMPILE_POLICY, backend, policy)
     est = PointerNetworkOrderer(epochs=5)
-    data = est._prepare_training_data(X, y, reset=True)
+    data, _ = est._prepare_training_data(X, y, reset=True)
     for accelerator, cut in ((False, True), (True, cut_on_accelerators)):
-        monkeypatch.setattr(pointer_estimator, "on_accelerator", lambda a=accelerator: a)
+        monkeypatch.setattr(skptr_base, "on_accelerator", lambda a=accelerator: a)
         batches = est._training_batches(data, est.batch_size, 0)
         assert isinstance(batches, LengthGroupedBatches) is cut
 
@@ -238,7 +238,7 @@ def test_sequences_of_mixed_lengths_train_in_grouped_batches_and_learn(monkeypat
     X = [rng.random(size) for size in rng.integers(2, 25, size=3000)]
     y = [np.argsort(x) for x in X]
     est = PointerNetworkOrderer(hidden_size=32, bidirectional=False, epochs=8, random_state=0)
-    data = est._prepare_training_data(X, y, reset=True)
+    data, _ = est._prepare_training_data(X, y, reset=True)
     assert isinstance(est._training_batches(data, est.batch_size, 0), LengthGroupedBatches)
     est.fit(X, y)
     X_test = [rng.random(size) for size in rng.integers(2, 25, size=300)]

@@ -19,7 +19,7 @@ from _tasks import sorting as _sorting
 from sklearn.utils._param_validation import InvalidParameterError
 
 from skptr import NeuralStackTransducer, PointerNetworkOrderer
-from skptr._base import NonFiniteTrainingError
+from skptr._training import NonFiniteTrainingError
 
 POINTER = {"hidden_size": 8, "batch_size": 16, "random_state": 0}
 TRANSDUCER = {

@@ -380,12 +380,11 @@ class NeuralStackTransducer(SequenceEstimatorBase):
     # ------------------------------------------------------------ base hooks
     def _prepare_training_data(self, X, y, reset):
         if not reset:
-            return TransducerCodec.of(self).encode_training(X, y)
+            return TransducerCodec.of(self).encode_training(X, y), {}
         codec, data = TransducerCodec.learn(X, y)
-        self.__dict__.update(codec.fitted_attributes())
-        return data
+        return data, codec.fitted_attributes()
 
-    def _build_network(self, seed=0):
+    def _build_network(self, seed, unroll_steps):
         network = TransducerNetwork(
             n_input_tokens=len(self.input_vocabulary_),
             n_output_tokens=len(self.output_vocabulary_),
@@ -434,28 +433,28 @@ class NeuralStackTransducer(SequenceEstimatorBase):
     _jit_training = True
     _jit_inference = True
 
-    def _fit_trial(self, X, y, warm, seeds):
-        data = self._prepare_training_data(X, y, reset=not warm)
+    def _fit_network(self, data, encoding, warm, seeds):
         if warm:
-            self._train(data, True, seeds)
-            return
-        kept, init_scores = search(self, data, seeds)
-        self.network_ = kept.network
-        self.network_params_ = kept.network_params
-        self.history_ = kept.history
-        self.n_iter_ = len(kept.history.get("loss", []))
-        self.state_bptt_steps_ = kept.run.state_bptt_steps
-        self.gate_noise_start_ = kept.run.gate_noise_start
-        self.snap_gates_ = kept.snap
-        self.init_scores_ = init_scores
+            return super()._fit_network(data, encoding, warm, seeds)
+        view = self._with_fitted({**encoding, "network_params_": self._current_network_params()})
+        kept, init_scores = search(view, data, seeds)
+        return {
+            **encoding,
+            "network_params_": kept.network_params,
+            "network_": kept.network,
+            "history_": kept.history,
+            "n_iter_": len(kept.history.get("loss", [])),
+            "state_bptt_steps_": kept.run.state_bptt_steps,
+            "gate_noise_start_": kept.run.gate_noise_start,
+            "snap_gates_": kept.snap,
+            "init_scores_": init_scores,
+        }
 
-    def _fit_callbacks(self, has_validation):
-        callbacks = super()._fit_callbacks(has_validation)
-        if getattr(self.network_.controller, "gate_noise_scale", None) is not None:
-            epochs_done = len(self.history_.get("loss", []))
-            first_noisy = math.ceil(self.gate_noise_start_ * self.epochs) - epochs_done
-            callbacks.insert(0, GateNoiseFrom(max(first_noisy, 0)))
-        return callbacks
+    def _schedule_callbacks(self, network, epochs_done):
+        if getattr(network.controller, "gate_noise_scale", None) is None:
+            return []
+        first_noisy = math.ceil(self.gate_noise_start_ * self.epochs) - epochs_done
+        return [GateNoiseFrom(max(first_noisy, 0))]
 
     def _training_batches(self, data, batch_size, seed):
         return CurriculumBatches(

@@ -19,6 +19,7 @@ import numpy as np
 
 from .._batches import held_out_split
 from .._random import SeedStream
+from .._training import check_training_memory, train
 from ..metrics import _checked_fine_accuracy
 from ._codec import TransducerCodec
 from ._curriculum import StalledStartWatch
@@ -196,11 +197,14 @@ class Outcome:
 
 
 def _train_network(candidate, data, seeds, callbacks):
-    """Train a new network of ``candidate`` (a disposable copy of the estimator) on
-    ``data``; return the network, the hyperparameters it was built from and its
-    history. The only place where the search calls the base class's training."""
-    candidate._train(data, False, seeds, callbacks=callbacks)
-    return candidate.network_, candidate.network_params_, candidate.history_
+    """Build and train a new network of ``candidate`` (the estimator with its run's
+    settings) on ``data``; return the network, the hyperparameters it was built from
+    and its history."""
+    network_seed, *training_seeds = seeds.next(), seeds.next(), seeds.next()
+    check_training_memory(candidate, data)
+    network = candidate._new_network(network_seed)
+    history = train(candidate, network, data, training_seeds, callbacks=callbacks)
+    return network, candidate.network_params_, history
 
 
 def _held_out_score(view, codec, sources, targets, snap):

@@ -10,9 +10,8 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._backend import quiet_retracing
-from .._base import COMPILE_POLICY, SequenceEstimatorBase
-from .._batches import LengthGroupedBatches, power_of_two_at_most, take
-from .._devices import on_accelerator
+from .._base import SequenceEstimatorBase
+from .._batches import power_of_two_at_most, take
 from .._limits import MAX_DEPTH, MAX_WIDTH
 from .._sequences import check_orderings
 from ..metrics import _checked_position_accuracy
@@ -321,13 +320,14 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
     # ------------------------------------------------------------ base hooks
     def _prepare_training_data(self, X, y, reset):
         if not reset:
-            return PointerCodec.of(self).encode_training(X, y)
+            return PointerCodec.of(self).encode_training(X, y), {}
         codec, data = PointerCodec.learn(X, y, self.cycle)
-        self.n_features_in_ = codec.n_features
-        self.ordered_subsets_ = codec.ordered_subsets
-        return data
+        return data, {
+            "n_features_in_": codec.n_features,
+            "ordered_subsets_": codec.ordered_subsets,
+        }
 
-    def _build_network(self, seed=0):
+    def _build_network(self, seed, unroll_steps):
         network = PointerNetwork(
             hidden_size=self.hidden_size,
             cell=self.cell,
@@ -339,6 +339,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
             allow_end=self.ordered_subsets_,
             encoder=self.encoder,
             n_heads=self.n_heads,
+            unroll_steps=unroll_steps,
             seed=seed,
         )
         return network.build_for(self.n_features_in_)
@@ -346,20 +347,11 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
     def _loss(self):
         return masked_pointer_crossentropy
 
-    def _training_batches(self, data, batch_size, seed):
-        padded = super()._training_batches(data, batch_size, seed)
-        n_steps = int(self.epochs) * len(padded)
-        policy = COMPILE_POLICY[keras.backend.backend()]
-        if not policy.cuts_batches(self.encoder, n_steps, on_accelerator()):
-            return padded
-        return LengthGroupedBatches(
-            data,
-            batch_size,
-            seed,
-            PointerCodec.training_extents(data),
-            PointerCodec.trim_batch,
-            powers_of_two=policy.cut_powers_of_two,
-        )
+    def _cut_batches_kind(self):
+        return self.encoder
+
+    def _batch_trimming(self, data):
+        return PointerCodec.training_extents(data), PointerCodec.trim_batch
 
     def _widths(self):
         """Width of the recurrent states and of the encodings."""
@@ -400,14 +392,13 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         per_position = 2 * (n_steps + 1) + (2 + self.n_glimpses) * hidden + 2 * width
         return n_rows * (n_steps + 1) * per_position
 
-    def _fit_callbacks(self, has_validation):
-        callbacks = super()._fit_callbacks(has_validation)
-        epochs_done = len(self.history_.get("loss", []))
+    def _schedule_callbacks(self, network, epochs_done):
         initial, decay = float(self.learning_rate), float(self.learning_rate_decay)
-        schedule = keras.callbacks.LearningRateScheduler(
-            lambda epoch: initial * decay ** (epochs_done + epoch)
-        )
-        return [schedule, *callbacks]
+        return [
+            keras.callbacks.LearningRateScheduler(
+                lambda epoch: initial * decay ** (epochs_done + epoch)
+            )
+        ]
 
     # ------------------------------------------------------------- inference
     def _beams(self, n_positions):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import keras
 from keras import layers, ops
 
-from .._base import COMPILE_POLICY
 from .._random import SeedStream
 
 RECURRENT_LAYERS = {"lstm": layers.LSTM, "gru": layers.GRU, "rnn": layers.SimpleRNN}
@@ -47,16 +46,11 @@ def recurrent_directions(layer):
     return (layer,)
 
 
-def run_recurrent(layer, inputs, **kwargs):
-    """Call a recurrent layer, or a ``Bidirectional`` pair, on ``inputs`` (n, T, ...).
-
-    Over a static length of at most the backend's ``unroll_steps`` (see
-    :data:`skptr._base.COMPILE_POLICY`) the time loop is unrolled.
-    """
+def run_recurrent(layer, inputs, unroll_steps, **kwargs):
+    """Call a recurrent layer, or a ``Bidirectional`` pair, on ``inputs`` (n, T, ...),
+    unrolling the time loop when the static length ``T`` is at most ``unroll_steps``."""
     n_steps = inputs.shape[1]
-    unroll = (
-        n_steps is not None and n_steps <= COMPILE_POLICY[keras.backend.backend()].unroll_steps
-    )
+    unroll = n_steps is not None and n_steps <= unroll_steps
     for direction in recurrent_directions(layer):
         direction.unroll = unroll
     return layer(inputs, **kwargs)
@@ -93,6 +87,9 @@ class SequenceEncoder(layers.Layer):
         Number of stacked recurrent layers.
     dropout : float
         Dropout rate on the embedding and between recurrent layers.
+    unroll_steps : int, default=0
+        Sequences of at most this many steps run an unrolled time loop (faster where
+        the backend compiles a loop poorly; 0: never).
     seed : int
         Seed of the initial weights and of the dropout masks.
     """
@@ -104,10 +101,12 @@ class SequenceEncoder(layers.Layer):
         bidirectional=True,
         num_layers=1,
         dropout=0.0,
+        unroll_steps=0,
         seed=0,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        self.unroll_steps = int(unroll_steps)
         self.hidden_size = hidden_size
         self.cell = cell
         self.bidirectional = bidirectional
@@ -161,7 +160,9 @@ class SequenceEncoder(layers.Layer):
         final_states = []
         n_states = STATES_PER_CELL[self.cell]
         for index, recurrent in enumerate(self.recurrent):
-            outputs = run_recurrent(recurrent, hidden, mask=mask, training=training)
+            outputs = run_recurrent(
+                recurrent, hidden, self.unroll_steps, mask=mask, training=training
+            )
             hidden, states = outputs[0], list(outputs[1:])
             if self.bidirectional:
                 states = [
@@ -181,6 +182,7 @@ class SequenceEncoder(layers.Layer):
             bidirectional=self.bidirectional,
             num_layers=self.num_layers,
             dropout=self.dropout,
+            unroll_steps=self.unroll_steps,
             seed=self.seed,
         )
         return config
@@ -394,6 +396,8 @@ class PointerNetwork(keras.Model):
         position with a summary of the others. 0 points with the decoder state.
     allow_end : bool
         Whether outputs may stop before all positions are used (ordered subsets).
+    unroll_steps : int, default=0
+        See :class:`SequenceEncoder`; the decoder's layers follow it too.
     seed : int
         Seed of the initial weights and of the dropout masks; the same seed gives the
         same network.
@@ -411,6 +415,7 @@ class PointerNetwork(keras.Model):
         allow_end=False,
         encoder="recurrent",
         n_heads=8,
+        unroll_steps=0,
         seed=0,
         **kwargs,
     ):
@@ -427,6 +432,7 @@ class PointerNetwork(keras.Model):
         self.glimpses = int(glimpses)
         self.dropout = dropout
         self.allow_end = allow_end
+        self.unroll_steps = int(unroll_steps)
         self.seed = int(seed)
         seeds = SeedStream(self.seed)
         if encoder == "attention":
@@ -446,6 +452,7 @@ class PointerNetwork(keras.Model):
                 bidirectional,
                 num_layers,
                 dropout,
+                unroll_steps=self.unroll_steps,
                 seed=seeds.next(),
                 name="encoder",
             )
@@ -599,7 +606,9 @@ class PointerNetwork(keras.Model):
         )
         hidden = self.decoder_inputs(keys, previous)
         for layer, layer_states in zip(self.decoder_layers, states, strict=True):
-            hidden = run_recurrent(layer, hidden, initial_state=layer_states, training=training)
+            hidden = run_recurrent(
+                layer, hidden, self.unroll_steps, initial_state=layer_states, training=training
+            )
         hidden = self.output_dropout(hidden, training=training)
         chosen = ops.one_hot(ops.maximum(targets, 0), n_pointers) * ops.cast(
             targets[:, :, None] >= 0, "float32"
@@ -609,20 +618,24 @@ class PointerNetwork(keras.Model):
         return self.pointer_logits(hidden, keys, self.prepare_keys(keys), allowed)
 
     def get_config(self):
-        return {
-            "name": self.name,
-            "hidden_size": self.hidden_size,
-            "cell": self.cell,
-            "bidirectional": self.bidirectional,
-            "num_layers": self.num_layers,
-            "attention": self.attention_kind,
-            "glimpses": self.glimpses,
-            "dropout": self.dropout,
-            "allow_end": self.allow_end,
-            "encoder": self.encoder_kind,
-            "n_heads": self.n_heads,
-            "seed": self.seed,
-        }
+        config = super().get_config()
+        config.update(
+            {
+                "hidden_size": self.hidden_size,
+                "cell": self.cell,
+                "bidirectional": self.bidirectional,
+                "num_layers": self.num_layers,
+                "attention": self.attention_kind,
+                "glimpses": self.glimpses,
+                "dropout": self.dropout,
+                "allow_end": self.allow_end,
+                "encoder": self.encoder_kind,
+                "n_heads": self.n_heads,
+                "unroll_steps": self.unroll_steps,
+                "seed": self.seed,
+            }
+        )
+        return config
 
 
 @keras.saving.register_keras_serializable(package="skptr")
