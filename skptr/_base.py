@@ -33,9 +33,6 @@ Hooks a subclass implements
 
 from __future__ import annotations
 
-import math
-import reprlib
-import weakref
 from numbers import Integral, Real
 from typing import ClassVar
 
@@ -43,54 +40,19 @@ import keras
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.base import clone as sklearn_clone
-from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from . import _backend, _schema, _training
+from . import _backend, _inference, _params, _schema, _training
 from ._batches import LengthGroupedBatches, ShuffledBatches, inference_rows
-from ._devices import ALL_DEVICES, held_in_this_process, on_accelerator, placement_of
+from ._devices import on_accelerator, placement_of
 from ._limits import MAX_COUNT, check_memory
 from ._persistence import save as _save_estimator
-from ._precision import DTYPE_POLICIES, dtype_policy_scope, global_dtype_policy
+from ._precision import DTYPE_POLICIES, dtype_policy_scope
 from ._random import SeedStream, draw_seed
 from ._training import WEIGHT_COPIES, NonFiniteTrainingError, compile_policy
 
 __all__ = ["NonFiniteTrainingError", "SequenceEstimatorBase"]
-
-
-def _takes_numbers(constraints):
-    """Whether a parameter's constraints take numbers (but not booleans)."""
-    numeric = any(isinstance(c, Interval) or c in (Integral, Real) for c in constraints)
-    return numeric and "boolean" not in constraints
-
-
-def _plain(value):
-    """A NumPy scalar as the Python number it holds; anything else unchanged."""
-    return value.item() if isinstance(value, np.generic) else value
-
-
-_INFERENCE_MODELS_ATTRIBUTE = "_skptr_inference_models"
-
-
-def inference_models(network):
-    """The compiled inference models of a trained network, by key.
-
-    They are kept outside the estimators, so that prediction leaves their
-    ``__dict__`` unchanged, and by the network itself rather than in a mapping keyed
-    by networks: each model holds its network, so such a mapping would keep every
-    network, and its models, alive after its estimator is gone.
-    """
-    models = vars(network).get(_INFERENCE_MODELS_ATTRIBUTE)
-    if models is None:
-        models = {}
-        # Past Keras' attribute tracking: the models are not layers of the network.
-        object.__setattr__(network, _INFERENCE_MODELS_ATTRIBUTE, models)
-    return models
-
-
-# A copy on this process's own device of each network trained over several processes,
-# which inference runs on.
-_LOCAL_COPIES = weakref.WeakKeyDictionary()
 
 
 def _training_variables(network):
@@ -347,50 +309,10 @@ class SequenceEstimatorBase(BaseEstimator):
 
     # ------------------------------------------------------------ parameters
     def _validate_params(self):
-        owner = type(self).__name__
-        params = self.get_params(deep=False)
-        for name, value in params.items():
-            numeric = _takes_numbers(self._parameter_constraints[name]) or name == "random_state"
-            if numeric and isinstance(value, bool | np.bool_):
-                raise InvalidParameterError(
-                    f"The {name!r} parameter of {owner} must be a number, not a bool. "
-                    f"Got {value!r} instead."
-                )
-            if (
-                numeric
-                and isinstance(value, Real)
-                and not isinstance(value, int | float | np.number)
-            ):
-                raise InvalidParameterError(
-                    f"The {name!r} parameter of {owner} must be an int or a float, got a "
-                    f"{type(value).__name__} ({value!r})."
-                )
+        _params.check_numbers(self)
         super()._validate_params()
-        for name, value in params.items():
-            if isinstance(value, Real) and not isinstance(value, bool):
-                try:
-                    finite = math.isfinite(float(value))
-                except OverflowError:
-                    finite = False
-                if not finite:
-                    raise InvalidParameterError(
-                        f"The {name!r} parameter of {owner} must be a finite number that a "
-                        f"float can hold. Got {reprlib.repr(value)} instead."
-                    )
-        devices = getattr(self, "devices", None)
-        if isinstance(devices, str) and devices != ALL_DEVICES:
-            raise InvalidParameterError(
-                f"The 'devices' parameter of {owner} must be None, {ALL_DEVICES!r}, a "
-                "keras.distribution.DataParallel (JAX) or a tf.distribute strategy "
-                f"(TensorFlow). Got {devices!r} instead."
-            )
+        _params.check_values(self)
         self._placement()
-        for index, callback in enumerate(self.callbacks or ()):
-            if not isinstance(callback, keras.callbacks.Callback):
-                raise InvalidParameterError(
-                    f"The 'callbacks' parameter of {owner} must hold keras.callbacks.Callback "
-                    f"instances; callbacks[{index}] is a {type(callback).__name__}."
-                )
 
     # -------------------------------------------------------------- training
     def fit(self, X, y):
@@ -427,7 +349,7 @@ class SequenceEstimatorBase(BaseEstimator):
             )
         warm = self.warm_start and self._is_fitted()
         if warm:
-            self._check_warm_start_params()
+            _params.check_warm_start(self)
         seeds = SeedStream(draw_seed(self.random_state))
         snapshot = _NetworkSnapshot(self.network_) if warm else None
         try:
@@ -479,32 +401,7 @@ class SequenceEstimatorBase(BaseEstimator):
 
     def _current_network_params(self):
         """The network hyperparameters a new network would be built with now."""
-        params = {name: _plain(getattr(self, name)) for name in self._network_params}
-        if params.get("dtype_policy", "") is None:
-            params["dtype_policy"] = global_dtype_policy(type(self).__name__)
-        return params
-
-    def _check_warm_start_params(self):
-        """Raise a ``ValueError`` when a warm start cannot continue the fitted network:
-        a hyperparameter it was built with has changed since."""
-        changed = [
-            (name, fitted, value)
-            for (name, value), fitted in zip(
-                self._current_network_params().items(),
-                (self.network_params_[name] for name in self._network_params),
-                strict=True,
-            )
-            if value != fitted
-        ]
-        if changed:
-            now = ", ".join(f"{name}={value!r}" for name, _, value in changed)
-            then = ", ".join(f"{name}={fitted!r}" for name, fitted, _ in changed)
-            raise ValueError(
-                f"{type(self).__name__}: warm_start=True continues the fitted network, "
-                f"which was built with {then}; the estimator now has {now}. Set "
-                "warm_start=False to fit a new network with the new settings, or set "
-                f"{'them' if len(changed) > 1 else 'it'} back to continue training."
-            )
+        return _params.network_params(self)
 
     def __sklearn_clone__(self):
         devices = getattr(self, "devices", None)
@@ -532,44 +429,14 @@ class SequenceEstimatorBase(BaseEstimator):
         check_is_fitted(self, "network_")
 
     def _inference_model(self, key, build, n_rows=0, length=1):
-        """The compiled inference model ``key`` of the fitted network, built once.
-
-        Parameters
-        ----------
-        key : hashable
-            Identifies the model among those of the network (e.g. the decoding mode).
-        build : callable
-            Called with the network to create the model when it is not cached yet.
-        n_rows : int, default=0
-            Rows of the inference call; large calls of estimators that set
-            ``_jit_inference`` get a model compiled with XLA (see
-            :class:`CompilePolicy`).
-        length : int, default=1
-            Longest sequence of the call, in steps.
-        """
-        jit = compile_policy().inference_jit(self._jit_inference, n_rows, length)
-        network = self._inference_network()
-        models = inference_models(network)
-        if (key, jit) not in models:
-            policy = self.network_params_.get("dtype_policy")
-            with self._placement().inference.scope(), dtype_policy_scope(policy):
-                model = build(network)
-                if jit:
-                    model.compile(jit_compile=True)
-            models[key, jit] = model
-        return models[key, jit]
+        """The compiled inference model ``key`` of the fitted network, built once (see
+        :func:`skptr._inference.inference_model`)."""
+        return _inference.inference_model(self, key, build, n_rows, length)
 
     def _inference_network(self):
-        """The fitted network, or, when its weights span several processes (it was
-        trained over them), its copy on this process's own device, holding its current
-        weights."""
-        if held_in_this_process(self.network_):
-            return self.network_
-        copy = _LOCAL_COPIES.get(self.network_)
-        if copy is None:
-            copy = _LOCAL_COPIES[self.network_] = self._new_network(restored=True)
-        copy.set_weights(self.network_.get_weights())
-        return copy
+        """The fitted network, or its copy where inference runs (see
+        :func:`skptr._inference.inference_network`)."""
+        return _inference.inference_network(self)
 
     def _predict_batch_size(self):
         return max(int(self.batch_size), 256)

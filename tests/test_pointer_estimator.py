@@ -13,7 +13,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils._param_validation import InvalidParameterError
 
 from skptr import PointerNetworkOrderer
-from skptr._base import inference_models
+from skptr._inference import inference_models
 from skptr.datasets import make_convex_hull, make_sorting
 from skptr.metrics import position_accuracy, sequence_accuracy
 

@@ -1,0 +1,83 @@
+"""The cache of compiled inference models of fitted networks.
+
+Prediction builds a Keras model around the fitted network for each way of decoding
+(greedy, beam, traces, ...), compiled with XLA for large calls where the compile policy
+says so, and keeps it for later calls.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+from ._devices import held_in_this_process
+from ._precision import dtype_policy_scope
+from ._training import compile_policy
+
+__all__ = ["inference_model", "inference_models", "inference_network"]
+
+_INFERENCE_MODELS_ATTRIBUTE = "_skptr_inference_models"
+
+# A copy on this process's own device of each network trained over several processes,
+# which inference runs on.
+_LOCAL_COPIES = weakref.WeakKeyDictionary()
+
+
+def inference_models(network):
+    """The compiled inference models of a trained network, by key.
+
+    They are kept outside the estimators, so that prediction leaves their
+    ``__dict__`` unchanged, and by the network itself rather than in a mapping keyed
+    by networks: each model holds its network, so such a mapping would keep every
+    network, and its models, alive after its estimator is gone. Saving writes a new
+    network (:func:`skptr._persistence.save`), so they never reach a file.
+    """
+    models = vars(network).get(_INFERENCE_MODELS_ATTRIBUTE)
+    if models is None:
+        models = {}
+        # Past Keras' attribute tracking: the models are not layers of the network.
+        object.__setattr__(network, _INFERENCE_MODELS_ATTRIBUTE, models)
+    return models
+
+
+def inference_network(estimator):
+    """The fitted network, or, when its weights span several processes (it was trained
+    over them), its copy on this process's own device, holding its current weights."""
+    network = estimator.network_
+    if held_in_this_process(network):
+        return network
+    copy = _LOCAL_COPIES.get(network)
+    if copy is None:
+        copy = _LOCAL_COPIES[network] = estimator._new_network(restored=True)
+    copy.set_weights(network.get_weights())
+    return copy
+
+
+def inference_model(estimator, key, build, n_rows=0, length=1):
+    """The compiled inference model ``key`` of the estimator's fitted network.
+
+    Parameters
+    ----------
+    estimator : SequenceEstimatorBase
+        A fitted estimator.
+    key : hashable
+        Identifies the model among those of the network (e.g. the decoding mode).
+    build : callable
+        Called with the network to create the model when it is not cached yet.
+    n_rows : int, default=0
+        Rows of the inference call; large calls of estimators that set
+        ``_jit_inference`` get a model compiled with XLA (see
+        :class:`~skptr._training.CompilePolicy`).
+    length : int, default=1
+        Longest sequence of the call, in steps.
+    """
+    jit = compile_policy().inference_jit(estimator._jit_inference, n_rows, length)
+    network = inference_network(estimator)
+    models = inference_models(network)
+    if (key, jit) not in models:
+        policy = estimator.network_params_.get("dtype_policy")
+        with estimator._placement().inference.scope(), dtype_policy_scope(policy):
+            model = build(network)
+            if jit:
+                model.compile(jit_compile=True)
+        models[key, jit] = model
+    return models[key, jit]
