@@ -80,7 +80,7 @@ class _NetworkSnapshot:
         self.network = network
         self.optimizer = getattr(network, "optimizer", None)
         self.variables = _training_variables(network)
-        self.values = [np.array(keras.ops.convert_to_numpy(v.value)) for v in self.variables]
+        self.values = [np.array(keras.ops.convert_to_numpy(v)) for v in self.variables]
         self.optimizer_built = self.optimizer is not None and self.optimizer.built
 
     def restore(self):
