@@ -30,7 +30,7 @@ import skptr._limits
 from skptr import NeuralStackTransducer, PointerNetworkOrderer
 from skptr.memory import _estimator as transducer_module
 from skptr.pointer import _codec as pointer_codec_module
-from skptr.pointer._estimator import count_orderings
+from skptr.pointer._sizes import count_orderings
 from skptr.preprocessing import TextTokenizer
 
 POINTER = {"hidden_size": 8, "epochs": 1, "batch_size": 16, "random_state": 0}

@@ -16,6 +16,7 @@ from skptr import PointerNetworkOrderer
 from skptr._inference import inference_models
 from skptr.datasets import make_convex_hull, make_sorting
 from skptr.metrics import position_accuracy, sequence_accuracy
+from skptr.pointer._sizes import decoder_batch_size
 
 SMALL = {"hidden_size": 16, "epochs": 1, "batch_size": 64, "random_state": 0}
 
@@ -114,7 +115,7 @@ def test_large_calls_decode_as_small_ones_do(sorter, decode, beam_width):
 def test_decoding_batches_hold_about_2048_rows_within_memory(params, n_positions, expected):
     est = PointerNetworkOrderer(**params)
     beams = est.beam_width if est.decode == "beam" else 1
-    assert est._decoder_batch_size(n_positions, beams) == expected
+    assert decoder_batch_size(est.batch_size, n_positions, beams) == expected
 
 
 def test_pickle_and_joblib_round_trips_predict_identically(sorter, sorting_split, tmp_path):

@@ -17,12 +17,16 @@ reordering the beams' whole histories at every step. Decoding a sequence thus co
 from __future__ import annotations
 
 import keras
+import numpy as np
 from keras import ops
 
-from .._backend import NetworkWrapper, scan
+from .._backend import NetworkWrapper, quiet_retracing, scan
+from .._batches import take
+from . import _sizes
+from ._codec import PointerCodec
 from ._layers import NEGATIVE_LOGIT
 
-__all__ = ["PointerDecoder", "beam_decode", "greedy_decode"]
+__all__ = ["PointerDecoder", "beam_decode", "decode_sequences", "greedy_decode"]
 
 
 def _static_or_dynamic(tensor, axis):
@@ -252,3 +256,54 @@ class PointerDecoder(NetworkWrapper):
             "distributions": distributions,
             "log_likelihood": log_likelihood,
         }
+
+
+def decode_sequences(estimator, sequences, codec):
+    """Orderings and pointer distributions of validated sequences, decoded by a fitted
+    :class:`~skptr.pointer.PointerNetworkOrderer` as its ``decode`` says.
+
+    The sequences are decoded in batches of about 2,048 rows (see
+    :func:`~skptr.pointer._sizes.decoder_batch_size`) after checking that a batch fits
+    in memory.
+
+    Parameters
+    ----------
+    estimator : PointerNetworkOrderer
+        A fitted estimator.
+    sequences : Sequences
+        Validated input sequences.
+    codec : PointerCodec
+        The estimator's codec.
+
+    Returns
+    -------
+    tuple
+        What :meth:`PointerCodec.decode` returns: orderings, then distributions.
+    """
+    view = estimator._as_fitted()
+    beams = estimator._beams(sequences.max_length)
+    batch_size = estimator._placement().inference.rows(
+        _sizes.decoder_batch_size(int(estimator.batch_size), sequences.max_length, beams)
+    )
+    view._check_memory(
+        "decoding",
+        _sizes.decoding_count(view, batch_size * beams, sequences.max_length),
+        longest_sequence=sequences.max_length,
+        beams=beams,
+    )
+    n_rows = estimator._inference_rows(sequences.n_samples, batch_size)
+    method = estimator.decode
+    decoder = estimator._inference_model(
+        ("decoder", method, beams),
+        lambda network: PointerDecoder(network, method=method, beam_width=beams),
+        n_rows,
+        sequences.max_length,
+    )
+    inputs = PointerCodec.decoder_inputs(sequences, n_rows)
+    batches = []
+    with quiet_retracing():
+        for start in range(0, n_rows, batch_size):
+            batch = take(inputs, slice(start, start + batch_size))
+            batches.append(estimator._predict_on_batch(decoder, batch, batch_size))
+    outputs = {key: np.concatenate([np.asarray(b[key]) for b in batches]) for key in batches[0]}
+    return codec.decode(outputs, sequences.n_samples)

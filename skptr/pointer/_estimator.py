@@ -9,40 +9,17 @@ import keras
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._backend import quiet_retracing
 from .._base import SequenceEstimatorBase
-from .._batches import power_of_two_at_most, take
 from .._limits import MAX_DEPTH, MAX_WIDTH
 from .._sequences import check_orderings
 from ..metrics import _checked_position_accuracy
+from . import _sizes
 from ._codec import PointerCodec
 from ._cycles import CYCLE_KINDS
-from ._decoding import PointerDecoder
+from ._decoding import decode_sequences
 from ._layers import ENCODERS, PointerNetwork, masked_pointer_crossentropy
 
 __all__ = ["PointerNetworkOrderer"]
-
-
-#: Decoded rows (samples times beams) per decoding batch, and the most numbers the
-#: step-by-step pointer distributions of one batch may hold.
-_DECODER_ROWS = 2048
-_DECODER_NUMBERS = 2**24
-# Gates per recurrent cell, for the memory estimates.
-_GATES = {"lstm": 4, "gru": 3, "rnn": 1}
-
-
-def count_orderings(n_positions, ordered_subsets, at_most):
-    """Orderings of ``n_positions`` positions (all permutations; with ``ordered_subsets``
-    also every shorter ordered subset, the empty one included), counted up to
-    ``at_most``: a beam wider than this holds every ordering."""
-    total, prefixes = (1, 1) if ordered_subsets else (0, 1)
-    for remaining in range(n_positions, 0, -1):
-        prefixes *= remaining
-        if ordered_subsets or remaining == 1:
-            total += prefixes
-        if total >= at_most or prefixes >= at_most:
-            return at_most
-    return max(total, 1)
 
 
 class PointerNetworkOrderer(SequenceEstimatorBase):
@@ -76,31 +53,24 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         ``encoder="attention"``: of self-attention blocks in the encoder, and of
         recurrent layers in the decoder; 2 is the recommended depth there).
     encoder : {"recurrent", "attention"}, default="recurrent"
-        How the input is read. ``"recurrent"`` runs recurrent layers of ``cell`` over
-        it in order: use it where the input order carries meaning. ``"attention"``
-        embeds each element and runs ``num_layers`` multi-head self-attention blocks
-        with no positional information, so that only the set of elements matters:
-        permuting the input permutes the encodings alike, and the decoder starts from
-        their mean (Kool et al. 2019). Use it for sets, such as the points of a convex
-        hull or the cities of a tour (see :ref:`pointer_settings`). The decoder is
-        the same recurrent pointer decoder either way.
+        How the input is read: ``"recurrent"`` runs recurrent layers over it in order
+        (use it where the order carries meaning); ``"attention"`` runs ``num_layers``
+        self-attention blocks without positions (Kool et al. 2019), so that only the
+        set of elements matters (use it for points of a hull or cities of a tour; see
+        :ref:`pointer_settings`).
     n_heads : int, default=8
         Attention heads per block of the attention encoder, each
         ``max(1, hidden_size // n_heads)`` wide.
     attention : {"additive", "dot", "general"}, default="additive"
         Pointer scorer: ``vᵀ tanh(W1 e_j + W2 d_i)``, ``d_iᵀ e_j`` or ``d_iᵀ W e_j``.
-        The last two score all positions with one matrix product, where the first
-        computes a ``tanh`` for every pair of step and position, so their epochs are
-        cheaper. Choose ``"general"`` when training runs many short epochs (tours
-        under a CPU time budget); keep ``"additive"``, which learns more per epoch,
-        for convex hulls and for long training (see :ref:`pointer_networks`).
+        ``"general"`` has cheaper epochs: choose it for many short epochs (tours under
+        a CPU time budget); ``"additive"`` learns more per epoch (hulls, long
+        training; see :ref:`pointer_networks`).
     n_glimpses : int, default=0
-        Glimpses before each pointing step (Bello et al. 2016): a second scorer of the
-        same kind attends over the positions still allowed, and the weighted mean of
-        their encodings replaces the decoder state as the pointer's query, so that
-        each position is compared with a summary of those left. Each glimpse costs
-        about one more attention per step. Keep 0 unless a comparison on your data
-        says otherwise (see :ref:`pointer_settings`).
+        Glimpses before each pointing step (Bello et al. 2016): the pointer's query
+        becomes an attention-weighted mean of the encodings still allowed, at about
+        one more attention per step. Keep 0 unless a comparison on your data says
+        otherwise (see :ref:`pointer_settings`).
     dropout : float, default=0.0
         Dropout on the embedding, between layers and on decoder outputs (training
         only); 0.1-0.3 when the training set is small.
@@ -115,18 +85,12 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
     cycle : {None, "directed", "undirected"}, default=None
         Declares that each target is a cycle, so that its rotations are the same
         answer (``"directed"``: a convex hull in counter-clockwise order) and, with
-        ``"undirected"``, its reversal too (a tour). The network is then trained on
-        the rotation of each cycle that starts at its member that comes first in
-        lexicographic order of the features (for points, the leftmost one), going on,
-        for ``"undirected"``, towards the lexicographically smaller of that member's
-        neighbours: a start the network can find from the values alone, where the
-        smallest index is only a position. ``predict`` returns each cycle from its
-        smallest index (for ``"undirected"``, towards its smaller-indexed neighbour),
-        the format of :func:`~skptr.datasets.make_convex_hull` and
-        :func:`~skptr.datasets.make_tsp`, and ``score`` compares cycles in that form,
-        whatever rotation the targets are given in. Declare it whenever the targets
-        are cycles: it costs nothing per epoch and helps more than any other setting
-        (see :ref:`pointer_cycles`).
+        ``"undirected"``, its reversal too (a tour). The network then learns each
+        cycle from the member that comes first in lexicographic order of the features;
+        ``predict`` returns cycles from their smallest index (the format of
+        :func:`~skptr.datasets.make_tsp`) and ``score`` compares them whatever their
+        rotation. Declare it whenever the targets are cycles (see
+        :ref:`pointer_cycles`).
     epochs : int, default=20
         Passes over the training data.
     batch_size : int, default=128
@@ -134,13 +98,10 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
     learning_rate : float, default=3e-3
         Step size of the Adam optimiser; lower it to 1e-3 if the loss oscillates.
     learning_rate_decay : float, default=1.0
-        Factor by which the step size shrinks after every epoch: epoch ``k``, counted
-        from the first ``fit`` and on across warm starts, trains at ``learning_rate *
-        learning_rate_decay ** k`` (so a warm start also takes up a ``learning_rate``
-        changed by ``set_params``). The default keeps the step size constant. Under a
-        time budget, choose it so that the step size falls about tenfold over the
-        epochs that fit (``learning_rate_decay ** n_epochs`` near 0.1; see
-        :ref:`pointer_time_budget`).
+        Epoch ``k``, counted from the first ``fit`` across warm starts, trains at
+        ``learning_rate * learning_rate_decay ** k``. Under a time budget, choose it so
+        that the step size falls about tenfold over the epochs that fit
+        (``learning_rate_decay ** n_epochs`` near 0.1; see :ref:`pointer_time_budget`).
     clipnorm : float or None, default=1.0
         Maximum gradient norm.
     validation_fraction : float, default=0.0
@@ -162,17 +123,11 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         hooks (``on_train_batch_end`` ...), which then see every batch.
     devices : None, "all", keras.distribution.DataParallel or tf.distribute.Strategy, \
             default=None
-        Where training and inference run. None: one device, as Keras places it.
-        ``"all"``: data-parallel over every device of the backend (its GPUs, or its CPU
-        devices if it has no GPU; those of every process of a JAX multi-process
-        runtime). A ``keras.distribution.DataParallel`` (JAX)
-        or a ``tf.distribute`` ``MirroredStrategy`` or ``OneDeviceStrategy``
-        (TensorFlow) over the devices of this host is used as is; on JAX, a
-        distribution may span the processes (hosts) of a multi-process runtime, each
-        of which runs the same ``fit`` with the same integer ``random_state``. Every
-        batch is split over the replicas, so ``batch_size`` (a multiple of their
-        number) stays the global batch size. Pickles and files store an object as
-        None. See :doc:`/user_guide/scaling_out`.
+        Where training and inference run: one device as Keras places it (None),
+        data-parallel over every device of the backend (``"all"``), or the given
+        distribution or strategy. Each batch is split over the replicas, so
+        ``batch_size`` (a multiple of their number) stays the global batch size. See
+        :doc:`/user_guide/scaling_out`.
     dtype_policy : {"float32", "mixed_bfloat16", "mixed_float16"} or None, default=None
         The Keras dtype policy of the network: ``"mixed_bfloat16"`` and
         ``"mixed_float16"`` compute in 16-bit floats with float32 weights (and loss
@@ -353,44 +308,11 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
     def _batch_trimming(self, data):
         return PointerCodec.training_extents(data), PointerCodec.trim_batch
 
-    def _widths(self):
-        """Width of the recurrent states and of the encodings."""
-        directions = 2 if self.bidirectional and self.encoder == "recurrent" else 1
-        return self.hidden_size, self.hidden_size * directions
-
-    def _attention_width(self):
-        """Total width of the attention encoder's heads."""
-        return self.n_heads * max(1, self.hidden_size // self.n_heads)
-
     def _weight_count(self):
-        hidden, width = self._widths()
-        gates, directions = _GATES[self.cell], width // hidden
-        if self.encoder == "attention":
-            heads = self._attention_width()
-            block = 4 * (hidden + 1) * heads + 9 * hidden * hidden + 9 * hidden
-            encoder = (self.n_features_in_ + 1) * hidden + self.num_layers * block
-        else:
-            encoder = (self.n_features_in_ + 1) * hidden + self.num_layers * directions * gates * (
-                hidden * (width + hidden + 2)
-            )
-        decoder = self.num_layers * gates * width * (2 * width + 2)
-        scorers = (1 + min(self.n_glimpses, 1)) * (2 * width * hidden + width * width + 2 * hidden)
-        return encoder + decoder + scorers
+        return _sizes.weight_count(self)
 
     def _activation_count(self, n_rows, n_steps):
-        hidden, width = self._widths()
-        recurrent = 2 * self.num_layers * _GATES[self.cell] * width + hidden
-        scored = n_steps * (hidden + 2) * (1 + self.n_glimpses)
-        if self.encoder == "attention":  # attention weights, then 10 vectors per block
-            recurrent += self.num_layers * (2 * self.n_heads * n_steps + 10 * hidden)
-        return 2 * n_rows * (n_steps + 1) * (recurrent + scored)
-
-    def _decoding_count(self, n_rows, n_steps):
-        """Estimated numbers a decoding batch of ``n_rows`` rows (samples times beams)
-        of ``n_steps`` positions holds."""
-        hidden, width = self._widths()
-        per_position = 2 * (n_steps + 1) + (2 + self.n_glimpses) * hidden + 2 * width
-        return n_rows * (n_steps + 1) * per_position
+        return _sizes.activation_count(self, n_rows, n_steps)
 
     def _schedule_callbacks(self, network, epochs_done):
         initial, decay = float(self.learning_rate), float(self.learning_rate_decay)
@@ -402,54 +324,12 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
 
     # ------------------------------------------------------------- inference
     def _beams(self, n_positions):
-        """Hypotheses kept per sample: ``beam_width`` for beam search, at most the
-        number of orderings of ``n_positions`` positions (a wider beam finds the same
-        best one), and 1 for greedy decoding."""
-        if self.decode != "beam":
-            return 1
-        return count_orderings(n_positions, self.ordered_subsets_, int(self.beam_width))
-
-    def _decoder_batch_size(self, n_positions, beams):
-        """Samples per decoding batch: about 2,048 decoded rows (beams included), or
-        ``batch_size`` samples if more, as long as the step-by-step pointer
-        distributions of a batch stay within 2**24 numbers (and at least one sample)."""
-        within_numbers = _DECODER_NUMBERS // (beams * n_positions * (n_positions + 1))
-        fitting = min(_DECODER_ROWS // beams, within_numbers)
-        return power_of_two_at_most(max(fitting, min(int(self.batch_size), within_numbers), 1))
+        """Hypotheses kept per sample (see :func:`~skptr.pointer._sizes.beams`)."""
+        return _sizes.beams(self.decode, int(self.beam_width), n_positions, self.ordered_subsets_)
 
     def _fitted_codec(self):
         self._check_fitted()
         return PointerCodec.of(self)
-
-    def _run_decoder(self, sequences, codec):
-        """Orderings and distributions of validated sequences."""
-        view = self._as_fitted()
-        beams = self._beams(sequences.max_length)
-        placement = self._placement().inference
-        batch_size = placement.rows(self._decoder_batch_size(sequences.max_length, beams))
-        view._check_memory(
-            "decoding",
-            view._decoding_count(batch_size * beams, sequences.max_length),
-            longest_sequence=sequences.max_length,
-            beams=beams,
-        )
-        n_rows = self._inference_rows(sequences.n_samples, batch_size)
-        decoder = self._inference_model(
-            ("decoder", self.decode, beams),
-            lambda network: PointerDecoder(network, method=self.decode, beam_width=beams),
-            n_rows,
-            sequences.max_length,
-        )
-        inputs = PointerCodec.decoder_inputs(sequences, n_rows)
-        batches = []
-        with quiet_retracing():
-            for start in range(0, n_rows, batch_size):
-                batch = take(inputs, slice(start, start + batch_size))
-                batches.append(self._predict_on_batch(decoder, batch, batch_size))
-        outputs = {
-            key: np.concatenate([np.asarray(b[key]) for b in batches]) for key in batches[0]
-        }
-        return codec.decode(outputs, sequences.n_samples)
 
     def predict(self, X):
         """Predict an ordering of each input sequence.
@@ -468,7 +348,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
             sample's end of output; ``n_outputs`` is the longest predicted ordering.
         """
         codec = self._fitted_codec()
-        return self._run_decoder(codec.sequences(X), codec)[0]
+        return decode_sequences(self, codec.sequences(X), codec)[0]
 
     def predict_proba(self, X):
         """Pointer distributions along the decoded orderings.
@@ -488,7 +368,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
             zeros.
         """
         codec = self._fitted_codec()
-        return self._run_decoder(codec.sequences(X), codec)[1]
+        return decode_sequences(self, codec.sequences(X), codec)[1]
 
     def score(self, X, y):
         """Mean position accuracy of the predicted orderings.
@@ -514,7 +394,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         sequences = codec.sequences(X)
         orderings, lengths = check_orderings(y, sequences.lengths)
         orderings = codec.canonical(orderings, lengths)
-        predictions = self._run_decoder(sequences, codec)[0]
+        predictions = decode_sequences(self, sequences, codec)[0]
         return _checked_position_accuracy(orderings, predictions, sequences.values)
 
     def _log_likelihood(self, X, y):

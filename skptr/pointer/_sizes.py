@@ -1,0 +1,98 @@
+"""Sizes of the pointer network's work: the estimates of memory that bound a fit and a
+decoding call before they start (see :mod:`skptr._limits`), decoding batches and beams.
+"""
+
+from __future__ import annotations
+
+from .._batches import power_of_two_at_most
+
+__all__ = [
+    "activation_count",
+    "beams",
+    "count_orderings",
+    "decoder_batch_size",
+    "decoding_count",
+    "weight_count",
+]
+
+#: Decoded rows (samples times beams) per decoding batch, and the most numbers the
+#: step-by-step pointer distributions of one batch may hold.
+DECODER_ROWS = 2048
+DECODER_NUMBERS = 2**24
+# Gates per recurrent cell.
+_GATES = {"lstm": 4, "gru": 3, "rnn": 1}
+
+
+def count_orderings(n_positions, ordered_subsets, at_most):
+    """Orderings of ``n_positions`` positions (all permutations; with ``ordered_subsets``
+    also every shorter ordered subset, the empty one included), counted up to
+    ``at_most``: a beam wider than this holds every ordering."""
+    total, prefixes = (1, 1) if ordered_subsets else (0, 1)
+    for remaining in range(n_positions, 0, -1):
+        prefixes *= remaining
+        if ordered_subsets or remaining == 1:
+            total += prefixes
+        if total >= at_most or prefixes >= at_most:
+            return at_most
+    return max(total, 1)
+
+
+def beams(decode, beam_width, n_positions, ordered_subsets):
+    """Hypotheses kept per sample: ``beam_width`` for beam search, at most the number of
+    orderings of ``n_positions`` positions (a wider beam finds the same best one), and 1
+    for greedy decoding."""
+    if decode != "beam":
+        return 1
+    return count_orderings(n_positions, ordered_subsets, beam_width)
+
+
+def decoder_batch_size(batch_size, n_positions, n_beams):
+    """Samples per decoding batch: about 2,048 decoded rows (beams included), or
+    ``batch_size`` samples if more, as long as the step-by-step pointer distributions of
+    a batch stay within 2**24 numbers (and at least one sample)."""
+    within_numbers = DECODER_NUMBERS // (n_beams * n_positions * (n_positions + 1))
+    fitting = min(DECODER_ROWS // n_beams, within_numbers)
+    return power_of_two_at_most(max(fitting, min(batch_size, within_numbers), 1))
+
+
+def _widths(est):
+    """Width of the recurrent states and of the encodings."""
+    directions = 2 if est.bidirectional and est.encoder == "recurrent" else 1
+    return est.hidden_size, est.hidden_size * directions
+
+
+def weight_count(est):
+    """Estimated number of the weights of the network ``est`` (an estimator with the
+    hyperparameters the network is built with) describes."""
+    hidden, width = _widths(est)
+    gates, directions = _GATES[est.cell], width // hidden
+    if est.encoder == "attention":
+        heads = est.n_heads * max(1, hidden // est.n_heads)
+        block = 4 * (hidden + 1) * heads + 9 * hidden * hidden + 9 * hidden
+        encoder = (est.n_features_in_ + 1) * hidden + est.num_layers * block
+    else:
+        encoder = (est.n_features_in_ + 1) * hidden + est.num_layers * directions * gates * (
+            hidden * (width + hidden + 2)
+        )
+    decoder = est.num_layers * gates * width * (2 * width + 2)
+    scorers = (1 + min(est.n_glimpses, 1)) * (2 * width * hidden + width * width + 2 * hidden)
+    return encoder + decoder + scorers
+
+
+def activation_count(est, n_rows, n_steps):
+    """Estimated numbers a training step holds for ``n_rows`` sequences of ``n_steps``
+    steps, weights excluded."""
+    hidden, width = _widths(est)
+    recurrent = 2 * est.num_layers * _GATES[est.cell] * width + hidden
+    scored = n_steps * (hidden + 2) * (1 + est.n_glimpses)
+    if est.encoder == "attention":  # attention weights, then 10 vectors per block
+        recurrent += est.num_layers * (2 * est.n_heads * n_steps + 10 * hidden)
+    return 2 * n_rows * (n_steps + 1) * (recurrent + scored)
+
+
+def decoding_count(est, n_rows, n_steps):
+    """Estimated numbers a decoding batch of ``n_rows`` rows (samples times beams) of
+    ``n_steps`` positions holds."""
+    hidden, width = _widths(est)
+    per_position = 2 * (n_steps + 1) + (2 + est.n_glimpses) * hidden + 2 * width
+    return n_rows * (n_steps + 1) * per_position
