@@ -380,11 +380,12 @@ class SequenceEstimatorBase(BaseEstimator):
         network_seed, *training_seeds = seeds.next(), seeds.next(), seeds.next()
         if warm:
             view, network, history = self._as_fitted(), self.network_, self.history_
+            _training.check_fit(view, data, (network_seed, *training_seeds), warm=True)
         else:
             view = self._with_fitted(
                 {**encoding, "network_params_": self._current_network_params()}
             )
-            _training.check_training_memory(view, data)
+            _training.check_fit(view, data, (network_seed, *training_seeds))
             network, history = view._new_network(network_seed), {}
         epochs_done = len(history.get("loss", []))
         logs = _training.train(view, network, data, training_seeds, epochs_done=epochs_done)

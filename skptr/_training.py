@@ -26,7 +26,7 @@ __all__ = [
     "WEIGHT_COPIES",
     "CompilePolicy",
     "NonFiniteTrainingError",
-    "check_training_memory",
+    "check_fit",
     "compile_network",
     "compile_policy",
     "train",
@@ -268,8 +268,24 @@ def _check_same_fit_in_every_process(estimator, data, seeds, warm):
     )
 
 
-def check_training_memory(estimator, data):
-    """Raise a ``MemoryError`` unless a training step on ``data`` fits in memory."""
+def check_fit(estimator, data, seeds, warm=False):
+    """Checks before a network is built and trained: a fit over several processes runs
+    the same fit in each (else a ``ValueError`` in every process), and a training step
+    fits in memory (else a ``MemoryError``).
+
+    Parameters
+    ----------
+    estimator : SequenceEstimatorBase
+        The estimator, with the fitted attributes its network is built from.
+    data : TrainingData
+        The encoded training samples.
+    seeds : sequence of int
+        The seeds of the network, the validation split and the batches.
+    warm : bool, default=False
+        Whether the fit continues a fitted network.
+    """
+    if estimator._placement().spans_processes:
+        _check_same_fit_in_every_process(estimator, data, seeds, warm)
     batch_size = min(int(estimator.batch_size), len(data.lengths))
     estimator._check_memory(
         "a training step",
@@ -295,7 +311,8 @@ def train(estimator, network, data, seeds, *, epochs_done=0, callbacks=()):
     data : TrainingData
         The encoded training samples, validation samples included.
     seeds : tuple of int
-        Seeds of the validation split and of the batches.
+        Seeds of the validation split and of the batches (:func:`check_fit` comes
+        first).
     epochs_done : int, default=0
         Epochs the network was trained before (schedules continue from there).
     callbacks : sequence of keras.callbacks.Callback, default=()
@@ -308,9 +325,6 @@ def train(estimator, network, data, seeds, *, epochs_done=0, callbacks=()):
     """
     split_seed, batches_seed = seeds
     placement = estimator._placement()
-    if placement.spans_processes:
-        _check_same_fit_in_every_process(estimator, data, seeds, epochs_done > 0)
-    check_training_memory(estimator, data)
     data, validation = _split_validation(estimator, data, split_seed)
     batches = estimator._training_batches(data, estimator.batch_size, batches_seed)
     estimator._check_split(batches.batch_size)

@@ -19,7 +19,7 @@ import numpy as np
 
 from .._batches import held_out_split
 from .._random import SeedStream
-from .._training import check_training_memory, train
+from .._training import check_fit, train
 from ..metrics import _checked_fine_accuracy
 from ._codec import TransducerCodec
 from ._curriculum import StalledStartWatch
@@ -201,7 +201,7 @@ def _train_network(candidate, data, seeds, callbacks):
     settings) on ``data``; return the network, the hyperparameters it was built from
     and its history."""
     network_seed, *training_seeds = seeds.next(), seeds.next(), seeds.next()
-    check_training_memory(candidate, data)
+    check_fit(candidate, data, (network_seed, *training_seeds))
     network = candidate._new_network(network_seed)
     history = train(candidate, network, data, training_seeds, callbacks=callbacks)
     return network, candidate.network_params_, history
