@@ -407,7 +407,9 @@ class RaisePendingInterrupt(keras.callbacks.Callback):
     :func:`interrupts_between_steps` holds."""
 
     def _check(self, *args, **kwargs):
-        if _interrupt_pending.is_set():
+        # Only the main thread's fit holds interrupts; a fit in another thread leaves
+        # them to it.
+        if _interrupt_pending.is_set() and threading.current_thread() is threading.main_thread():
             _interrupt_pending.clear()
             raise KeyboardInterrupt
 
