@@ -191,6 +191,18 @@ _ARRAY_LAYOUTS = {
 }
 
 
+def _as_array_if_array_like(X):
+    """A container that converts to NumPy (a pandas DataFrame or Series, an object with
+    ``__array__``) as its array; lists, tuples, arrays and anything else unchanged."""
+    if isinstance(X, list | tuple | np.ndarray | str | bytes):
+        return X
+    if hasattr(X, "to_numpy"):
+        return X.to_numpy()
+    if hasattr(X, "__array__"):
+        return np.asarray(X)
+    return X
+
+
 def _split_samples(X, name, what):
     """Return the samples of any accepted container as a list.
 
@@ -219,11 +231,7 @@ def _split_samples(X, name, what):
         raise TypeError(
             f"{name} must be a collection of {what} (an array or a list), got a single {single}."
         )
-    if not isinstance(X, list | tuple | np.ndarray):
-        if hasattr(X, "to_numpy"):
-            X = X.to_numpy()
-        elif hasattr(X, "__array__"):
-            X = np.asarray(X)
+    X = _as_array_if_array_like(X)
     array_layout, array_ndims = _ARRAY_LAYOUTS[what]
     if isinstance(X, np.ndarray) and X.dtype != object and X.ndim not in array_ndims:
         raise ValueError(
@@ -409,11 +417,7 @@ def check_token_sequences(X, name="X"):
     TypeError
         If ``X`` is not a collection of samples.
     """
-    if not isinstance(X, list | tuple | np.ndarray | str | bytes):
-        if hasattr(X, "to_numpy"):
-            X = X.to_numpy()  # a pandas DataFrame or Series
-        elif hasattr(X, "__array__"):
-            X = np.asarray(X)
+    X = _as_array_if_array_like(X)
     if isinstance(X, np.ndarray) and X.dtype.kind in "OU" and X.ndim == 2 and X.shape[1] == 1:
         X = X[:, 0]  # a table of one column: one sequence (such as a string) per row
     if isinstance(X, np.ndarray) and X.dtype.kind == "U" and X.ndim == 1:

@@ -427,10 +427,7 @@ def _tables():
 
 @pytest.mark.parametrize(
     ("name", "table"),
-    [
-        pytest.param(name, table, id=name)
-        for name, table in _tables()
-    ],
+    [pytest.param(name, table, id=name) for name, table in _tables()],
 )
 def test_a_one_column_table_of_strings_is_refused_or_read_as_strings(name, table):
     X, y = strings()
