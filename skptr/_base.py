@@ -36,7 +36,6 @@ from __future__ import annotations
 from numbers import Integral, Real
 from typing import ClassVar
 
-import keras
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.base import clone as sklearn_clone
@@ -50,45 +49,9 @@ from ._limits import MAX_COUNT, check_memory
 from ._persistence import save as _save_estimator
 from ._precision import DTYPE_POLICIES, dtype_policy_scope
 from ._random import SeedStream, draw_seed
-from ._training import WEIGHT_COPIES, NonFiniteTrainingError, compile_policy
+from ._training import WEIGHT_COPIES, NetworkState, NonFiniteTrainingError, compile_policy
 
 __all__ = ["NonFiniteTrainingError", "SequenceEstimatorBase"]
-
-
-def _training_variables(network):
-    """Every variable a training step reads and writes: the weights, the other state of
-    the layers (such as seed generators), the optimiser's and the metrics'."""
-    optimizer = getattr(network, "optimizer", None)
-    return [
-        *network.trainable_variables,
-        *network.non_trainable_variables,
-        *(optimizer.variables if optimizer is not None and optimizer.built else ()),
-        *network.metrics_variables,
-    ]
-
-
-class _NetworkSnapshot:
-    """The state of a network, to restore after a failed fit.
-
-    Every variable of training is copied to host memory, not just the weights: on JAX,
-    Keras hands the variables' buffers to the compiled step (which consumes them) and
-    detaches them from the variables for the rest of the epoch, so a fit stopped midway,
-    by an exception or an interrupt, leaves variables without values.
-    """
-
-    def __init__(self, network):
-        self.network = network
-        self.optimizer = getattr(network, "optimizer", None)
-        self.variables = _training_variables(network)
-        self.values = [np.array(keras.ops.convert_to_numpy(v)) for v in self.variables]
-        self.optimizer_built = self.optimizer is not None and self.optimizer.built
-
-    def restore(self):
-        """Put the network back as it was when the snapshot was taken."""
-        for variable, value in zip(self.variables, self.values, strict=True):
-            variable.assign(value)
-        self.network.optimizer = self.optimizer if self.optimizer_built else None
-        _backend.training_stopped(self.network)
 
 
 class SequenceEstimatorBase(BaseEstimator):
@@ -351,7 +314,7 @@ class SequenceEstimatorBase(BaseEstimator):
         if warm:
             _params.check_warm_start(self)
         seeds = SeedStream(draw_seed(self.random_state))
-        snapshot = _NetworkSnapshot(self.network_) if warm else None
+        snapshot = NetworkState(self.network_) if warm else None
         try:
             with (
                 _backend.interrupts_between_steps(),

@@ -25,6 +25,7 @@ __all__ = [
     "COMPILE_POLICY",
     "WEIGHT_COPIES",
     "CompilePolicy",
+    "NetworkState",
     "NonFiniteTrainingError",
     "check_fit",
     "compile_network",
@@ -145,6 +146,43 @@ COMPILE_POLICY = {
 def compile_policy():
     """The compile policy of the running Keras backend."""
     return COMPILE_POLICY[keras.backend.backend()]
+
+
+def _training_variables(network):
+    """Every variable a training step reads and writes: the weights, the other state of
+    the layers (such as seed generators), the optimiser's and the metrics'."""
+    optimizer = getattr(network, "optimizer", None)
+    return [
+        *network.trainable_variables,
+        *network.non_trainable_variables,
+        *(optimizer.variables if optimizer is not None and optimizer.built else ()),
+        *network.metrics_variables,
+    ]
+
+
+class NetworkState:
+    """The state of a network, to restore later (after a failed fit, or to keep a run).
+
+    Every variable of training is copied to host memory, not just the weights: on JAX,
+    Keras hands the variables' buffers to the compiled step (which consumes them) and
+    detaches them from the variables for the rest of the epoch, so a fit stopped midway,
+    by an exception or an interrupt, leaves variables without values.
+    """
+
+    def __init__(self, network):
+        self.network = network
+        self.optimizer = getattr(network, "optimizer", None)
+        self.variables = _training_variables(network)
+        self.values = [np.array(keras.ops.convert_to_numpy(v)) for v in self.variables]
+        self.optimizer_built = self.optimizer is not None and self.optimizer.built
+
+    def restore(self):
+        """Put the network back as it was when the state was taken; return it."""
+        for variable, value in zip(self.variables, self.values, strict=True):
+            variable.assign(value)
+        self.network.optimizer = self.optimizer if self.optimizer_built else None
+        _backend.training_stopped(self.network)
+        return self.network
 
 
 class NonFiniteTrainingError(FloatingPointError, ValueError):

@@ -1,6 +1,7 @@
 """Tests of NeuralStackTransducer: the scikit-learn contract, inputs, persistence, learning."""
 
 import pickle
+from dataclasses import dataclass
 
 import joblib
 import keras
@@ -249,22 +250,42 @@ def test_warm_start_keeps_training(reversal_data):
         est.fit(["ab"], ["q"])
 
 
+@dataclass
+class _Trained:
+    """A run trained by the search: the state its network reached, and its truncation."""
+
+    state: object
+    state_bptt_steps: int | None
+
+    @property
+    def weights(self):
+        return self.state.values[: len(self.state.network.weights)]
+
+    def kept_by(self, estimator):
+        """Whether ``estimator`` holds this run's network in this run's state."""
+        network = estimator.network_
+        return network is self.state.network and all(
+            np.array_equal(keras.ops.convert_to_numpy(variable), value)
+            for variable, value in zip(self.state.variables, self.state.values, strict=True)
+        )
+
+
 def _scripted_selection(monkeypatch, scores, **params):
     """Fit with the held-out fine accuracy replaced by ``scores`` (one per decoding compared);
-    return the estimator and the networks trained, in order."""
+    return the estimator and the runs trained, in order."""
     from skptr.memory import _search
 
     scripted = iter(scores)
     monkeypatch.setattr(_search, "_checked_fine_accuracy", lambda y_true, y_pred: next(scripted))
     trained = []
-    train_network = _search._train_network
+    train = _search.Trainer.train
 
-    def recording_train_network(*args, **kwargs):
-        network, params, history = train_network(*args, **kwargs)
-        trained.append(network)
-        return network, params, history
+    def recording_train(trainer, *args, **kwargs):
+        history, state = train(trainer, *args, **kwargs)
+        trained.append(_Trained(state, trainer.network.state_bptt_steps))
+        return history, state
 
-    monkeypatch.setattr(_search, "_train_network", recording_train_network)
+    monkeypatch.setattr(_search.Trainer, "train", recording_train)
     X, y = make_transduction(
         "reversal", n_samples=40, min_length=1, max_length=4, vocab_size=2, random_state=0
     )
@@ -279,20 +300,20 @@ def test_n_init_keeps_the_best_initialisation_and_its_decoding(monkeypatch):
     # Per initialisation: held-out score with rounded strengths, then with soft ones.
     est, trained = _scripted_selection(monkeypatch, [0.2, 0.3, 0.7, 0.6, 0.5, 0.5], n_init=3)
     np.testing.assert_allclose(est.init_scores_, [0.2, 0.7, 0.5])
-    assert est.network_ is trained[1] and est.snap_gates_ is True
+    assert trained[1].kept_by(est) and est.snap_gates_ is True
     assert len(trained) == 3
 
 
 def test_n_init_stops_at_the_first_exact_initialisation(monkeypatch):
     est, trained = _scripted_selection(monkeypatch, [0.4, 0.9, 1.0], n_init=5)
     np.testing.assert_allclose(est.init_scores_, [0.4, 1.0])
-    assert est.network_ is trained[1] and est.snap_gates_ is True
+    assert trained[1].kept_by(est) and est.snap_gates_ is True
 
 
 def test_soft_strengths_when_no_initialisation_is_exact_rounded(monkeypatch, tmp_path):
     est, trained = _scripted_selection(monkeypatch, [0.4, 0.9, 0.5, 0.6], n_init=2)
     np.testing.assert_allclose(est.init_scores_, [0.4, 0.5])
-    assert est.network_ is trained[0] and est.snap_gates_ is False
+    assert trained[0].kept_by(est) and est.snap_gates_ is False
     est.save(tmp_path / "selected.skptr")
     for loaded in (skptr.load(tmp_path / "selected.skptr"), pickle.loads(pickle.dumps(est))):
         np.testing.assert_array_equal(loaded.init_scores_, est.init_scores_)
@@ -304,7 +325,7 @@ def test_n_init_with_fixed_snapping_scores_one_decoding(monkeypatch):
     scores = [0.6, 0.1, 0.6, 0.2, 0.3]
     est, trained = _scripted_selection(monkeypatch, scores, n_init=5, snap_gates=False)
     np.testing.assert_allclose(est.init_scores_, scores)
-    assert est.network_ is trained[0] and est.snap_gates_ is False  # ties keep the first
+    assert trained[0].kept_by(est) and est.snap_gates_ is False  # ties keep the first
 
 
 def _scripted_stalls(monkeypatch, stalls):
@@ -361,12 +382,13 @@ def test_stalled_initialisations_are_abandoned_unscored(monkeypatch):
     # Only initialisations 1 and 3 are decoded: rounded strengths, then soft ones.
     est, trained = _scripted_selection(monkeypatch, [0.6, 0.5, 0.8, 0.1], n_init=4)
     np.testing.assert_allclose(est.init_scores_, [np.nan, 0.6, np.nan, 0.8])
-    assert est.network_ is trained[3] and est.snap_gates_ is True
+    assert trained[3].kept_by(est) and est.snap_gates_ is True
     # After the first stall, the initialisations alternate between full and truncated
     # backpropagation through the controller's state, stalled or not; the cell state
     # is reset only with truncation.
-    assert [network.state_bptt_steps for network in trained] == [0, None, 0, None]
-    assert [network.reset_cell_state for network in trained] == [True, False, True, False]
+    assert [run.state_bptt_steps for run in trained] == [0, None, 0, None]
+    resets = [run.state.network.reset_cell_state for run in trained]
+    assert resets == [True, False, True, False]
     assert est.state_bptt_steps_ is None
 
 
@@ -375,14 +397,14 @@ def test_truncation_is_kept_until_the_first_stall(monkeypatch):
     scores = [0.5, 0.4, 0.6, 0.5, 0.7, 0.6]  # rounded, then soft, for 0, 2 and 3
     est, trained = _scripted_selection(monkeypatch, scores, n_init=4)
     np.testing.assert_allclose(est.init_scores_, [0.5, np.nan, 0.6, 0.7])
-    assert [network.state_bptt_steps for network in trained] == [0, 0, None, 0]
-    assert est.network_ is trained[3] and est.state_bptt_steps_ == 0
+    assert [run.state_bptt_steps for run in trained] == [0, 0, None, 0]
+    assert trained[3].kept_by(est) and est.state_bptt_steps_ == 0
 
 
 def test_a_fixed_truncation_is_kept_after_stalls(monkeypatch):
     _scripted_stalls(monkeypatch, [(True, 1.7), (False, 0.01)])
     est, trained = _scripted_selection(monkeypatch, [1.0], n_init=2, state_bptt_steps=2)
-    assert [network.state_bptt_steps for network in trained] == [2, 2]
+    assert [run.state_bptt_steps for run in trained] == [2, 2]
     assert est.state_bptt_steps_ == 2
 
 
@@ -391,15 +413,15 @@ def test_when_every_initialisation_stalls_the_least_stalled_is_trained_again(
 ):
     _scripted_stalls(monkeypatch, [(True, 1.7), (True, 1.2), (True, 1.5)])
     est, trained = _scripted_selection(monkeypatch, [0.3, 0.4], n_init=3)
-    assert len(trained) == 4 and est.network_ is trained[3]
-    assert [network.state_bptt_steps for network in trained] == [0, None, 0, None]
+    assert len(trained) == 4 and trained[3].kept_by(est)
+    assert [run.state_bptt_steps for run in trained] == [0, None, 0, None]
     assert est.state_bptt_steps_ is None
     np.testing.assert_allclose(est.init_scores_, [np.nan] * 3)
     assert est.snap_gates_ is False  # soft strengths scored 0.4 against 0.3 rounded
     # The same seed as initialisation 1, the least stalled: the same weights.
-    for retrained, stalled in zip(trained[3].get_weights(), trained[1].get_weights(), strict=True):
+    for retrained, stalled in zip(trained[3].weights, trained[1].weights, strict=True):
         np.testing.assert_array_equal(retrained, stalled)
-    assert not np.array_equal(trained[3].get_weights()[0], trained[0].get_weights()[0])
+    assert not np.array_equal(trained[3].weights[0], trained[0].weights[0])
     est.save(tmp_path / "stalled.skptr")
     loaded = skptr.load(tmp_path / "stalled.skptr")
     np.testing.assert_array_equal(loaded.init_scores_, [np.nan] * 3)
@@ -418,7 +440,7 @@ def test_auto_noise_start_tries_early_noise_when_no_late_initialisation_is_exact
     late, early = [0.0, 0.0, 1.0], [1.0] * 3
     assert recorder.scales == 3 * late + 3 * early
     np.testing.assert_allclose(est.init_scores_, [0.5, 0.4, 0.3, 0.7, 0.6, 0.2])
-    assert est.network_ is trained[3] and est.gate_noise_start_ == 0.0
+    assert trained[3].kept_by(est) and est.gate_noise_start_ == 0.0
     est.set_params(callbacks=None).save(tmp_path / "early.skptr")
     assert skptr.load(tmp_path / "early.skptr").gate_noise_start_ == 0.0
 
@@ -429,7 +451,7 @@ def test_auto_noise_start_stops_at_an_exact_late_initialisation(monkeypatch):
         monkeypatch, [0.5, 0.5, 1.0], n_init=3, gate_noise_start="auto"
     )
     np.testing.assert_allclose(est.init_scores_, [0.5, 1.0])
-    assert est.network_ is trained[1] and est.gate_noise_start_ == 0.6
+    assert trained[1].kept_by(est) and est.gate_noise_start_ == 0.6
 
 
 def test_noise_starts_of_each_setting():
@@ -604,10 +626,9 @@ def test_runs_of_the_search_equal_the_same_runs_trained_alone(monkeypatch):
     train_run = _search.train_run
     runs = []
 
-    def recording_train_run(estimator, data, run, seeds, settings, *args, **kwargs):
-        outcome = train_run(estimator, data, run, seeds, settings, *args, **kwargs)
-        weights = outcome.network.get_weights()
-        runs.append((estimator, data, run, settings, outcome.network, weights))
+    def recording_train_run(estimator, trainer, data, run, seeds, settings, *args):
+        outcome = train_run(estimator, trainer, data, run, seeds, settings, *args)
+        runs.append((estimator, data, run, settings, _Trained(outcome.state, None)))
         return outcome
 
     monkeypatch.setattr(_search, "train_run", recording_train_run)
@@ -616,14 +637,13 @@ def test_runs_of_the_search_equal_the_same_runs_trained_alone(monkeypatch):
     )
     params = {**SMALL, "n_init": 3, "gate_noise_start": 0.0, "snap_gates": True}
     est = NeuralStackTransducer(random_state=0, **params).fit(X, y)
-    # Every run trains a network of its own, which no later run touches.
-    assert len(runs) == 3 and len({id(network) for *_, network, _ in runs}) == 3
-    for estimator, data, run, settings, network, weights in runs:
-        alone = train_run(estimator, data, run, SeedStream(run.seed), settings)
-        for recorded, now, fresh in zip(
-            weights, network.get_weights(), alone.network.get_weights(), strict=True
-        ):
-            np.testing.assert_array_equal(recorded, now)
+    # The runs share one compiled network, each from its own initialisation: each
+    # reaches the state (weights, optimiser, seeds) it reaches on a network of its own.
+    assert len(runs) == 3 and len({id(trained.state.network) for *_, trained in runs}) == 1
+    for estimator, data, run, settings, trained in runs:
+        alone = train_run(estimator, _search.Trainer(), data, run, SeedStream(run.seed), settings)
+        assert len(trained.state.values) == len(alone.state.values) > len(trained.weights)
+        for recorded, fresh in zip(trained.state.values, alone.state.values, strict=True):
             np.testing.assert_array_equal(recorded, fresh)
-    assert est.network_ is runs[1][4]
+    assert runs[1][-1].kept_by(est) and not runs[2][-1].kept_by(est)
     np.testing.assert_allclose(est.init_scores_, [0.3, 0.9, 0.5])

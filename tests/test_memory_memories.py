@@ -246,13 +246,13 @@ def test_long_training_calls_have_the_gradients_of_one_run(monkeypatch, memory, 
         return float(value), [np.asarray(g) for g in grads]
 
     runs = []  # what each training call's first run returned (None: no first run)
-    original = MemoryController._final_values
+    original = _controller._final_values
 
-    def recorded(self, *args):
-        runs.append(original(self, *args))
+    def recorded(*args):
+        runs.append(original(*args))
         return runs[-1]
 
-    monkeypatch.setattr(MemoryController, "_final_values", recorded)
+    monkeypatch.setattr(_controller, "_final_values", recorded)
     value, grads = loss_and_gradients()
     two_runs = keras.backend.backend() == "jax"
     assert (runs[0] is not None) == two_runs

@@ -19,16 +19,28 @@ from keras import ops
 
 from .._backend import replica_rows, scan
 from .._random import SeedStream
+from ._cells import (
+    CELLS,
+    cell_step,
+    fused_kernel,
+    initial_gate_bias,
+    keep_where_idle,
+    n_recurrent,
+    truncate_gradients,
+)
 from ._discrete import discrete_memory_step, initial_discrete_memory
-from ._memories import initial_memory, memory_ends, memory_step, push_biases
+from ._memories import (
+    initial_memory,
+    memory_ends,
+    memory_operations,
+    memory_step,
+    push_biases,
+)
 
-__all__ = ["CELLS", "MemoryController"]
-
-#: Recurrent cells the controller can use, with their number of gate blocks.
-CELLS = {"lstm": 4, "gru": 3, "rnn": 1}
+__all__ = ["MemoryController"]
 
 #: Sequence length (steps) from which a JAX training call runs its steps twice, the
-#: first time for the memory's final values (see ``MemoryController._final_values``):
+#: first time for the memory's final values (see ``_final_values``):
 #: below it the second run costs more than the copies of the memory it saves.
 TWO_RUNS_MIN_STEPS = 32
 
@@ -54,20 +66,15 @@ class MemoryController(keras.layers.Layer):
         end, or one per end (top first for the deque).
     state_bptt_steps : int or None, default=None
         How many steps back gradients flow through the controller's own recurrent
-        state (``h``, and ``c`` for the LSTM); ``None`` is full backpropagation through
-        time, 0 stops them at every step. Gradients through the memory and the read
-        vector are never truncated, so small values make the memory the only way to
-        learn long-range dependencies.
+        state (``h``, and ``c`` for the LSTM); ``None``: all of them. Gradients through
+        the memory and the read vector are never truncated.
     gate_noise : float, default=0.0
         Standard deviation of the Gaussian noise added, in training only, to the push
-        and pop logits before their sigmoids. It is multiplied by the non-trainable
-        weight ``gate_noise_scale`` (1 at first), which a training schedule can set to
-        0 to switch the noise off.
+        and pop logits, times the non-trainable weight ``gate_noise_scale`` (1 at
+        first; a training schedule sets it to 0 to switch the noise off).
     reset_cell_state : bool, default=False
         LSTM only: start every step from a zero cell state, so that the output ``h`` of
-        the previous step is the controller's only recurrent state. A cell state that
-        no gradient trains to carry anything (``state_bptt_steps=0``) only drifts on
-        inputs longer than the training ones.
+        the previous step is the controller's only recurrent state.
     seed : int, default=0
         Seed of the initial weights and of the gate noise.
     **kwargs
@@ -77,9 +84,8 @@ class MemoryController(keras.layers.Layer):
     -----
     ``call(inputs, mask=None, training=None)`` takes embedded tokens of shape (batch,
     steps, features) and returns the hidden states, shape (batch, steps, units).
-    ``mask`` (batch, steps), if given, marks the steps that count: on the others the
-    state and the memory are carried over unchanged, which lets batched decoding
-    left-pad its sources. With ``training`` true, ``gate_noise`` is added to the push
+    ``mask`` (batch, steps), if given, marks the steps that count (batched decoding
+    left-pads its sources). With ``training`` true, ``gate_noise`` is added to the push
     and pop logits.
     ``call(..., return_traces=True)`` also returns a dict with the per-step push and pop
     strengths, the memory strengths and the read vectors.
@@ -166,23 +172,12 @@ class MemoryController(keras.layers.Layer):
                 )
 
     def _gate_bias(self, shape, dtype=None):
-        bias = ops.zeros(shape, dtype=dtype)
-        if self.cell == "lstm":  # forget gate starts open
-            h = self.units
-            bias = ops.concatenate(
-                [ops.zeros((h,), dtype), ops.ones((h,), dtype), ops.zeros((2 * h,), dtype)]
-            )
-        return bias
+        return initial_gate_bias(self.cell, self.units, dtype)
 
     def _head_bias(self, shape, dtype=None):
-        k = self.n_ends
-        return ops.concatenate(
-            [
-                ops.convert_to_tensor(self.push_bias, dtype=dtype),
-                ops.full((k,), self.pop_bias, dtype=dtype),
-                ops.zeros((self.read_size,), dtype=dtype),
-            ]
-        )
+        push = ops.convert_to_tensor(self.push_bias, dtype=dtype)
+        pop = ops.full((self.n_ends,), self.pop_bias, dtype=dtype)
+        return ops.concatenate([push, pop, ops.zeros((self.read_size,), dtype=dtype)])
 
     def compute_output_shape(self, input_shape):
         return (*tuple(input_shape[:-1]), self.units)
@@ -199,39 +194,17 @@ class MemoryController(keras.layers.Layer):
             memory, ``head_kernel`` and ``head_bias``. For the GRU the kernel's columns
             are: update and reset gates, candidate input part, candidate recurrent part.
         """
-        kernel = [self.input_kernel]
+        input_kernels = [self.input_kernel]
         if self.memory is not None:
-            kernel.append(self.read_kernel)
-        if self.cell != "gru":
-            kernel = ops.concatenate([*kernel, self.recurrent_kernel], axis=-2)
-            bias = ops.convert_to_tensor(self.bias)
-        else:
-            h = self.units
-            inputs = ops.concatenate(kernel, axis=-2)
-            recurrent = ops.convert_to_tensor(self.recurrent_kernel)
-            kernel = ops.concatenate(
-                [
-                    ops.concatenate([inputs, ops.zeros_like(inputs[..., :h])], axis=-1),
-                    ops.concatenate(
-                        [
-                            recurrent[..., : 2 * h],
-                            ops.zeros_like(recurrent[..., :h]),
-                            recurrent[..., 2 * h :],
-                        ],
-                        axis=-1,
-                    ),
-                ],
-                axis=-2,
-            )
-            bias, rec_bias = self.bias, self.recurrent_bias
-            bias = ops.concatenate(
-                [
-                    bias[..., : 2 * h] + rec_bias[..., : 2 * h],
-                    bias[..., 2 * h :],
-                    rec_bias[..., 2 * h :],
-                ],
-                axis=-1,
-            )
+            input_kernels.append(self.read_kernel)
+        kernel, bias = fused_kernel(
+            self.cell,
+            self.units,
+            input_kernels,
+            self.recurrent_kernel,
+            self.bias,
+            getattr(self, "recurrent_bias", None),
+        )
         weights = {"kernel": kernel, "bias": bias}
         if self.memory is not None:
             weights["head_kernel"] = ops.convert_to_tensor(self.head_kernel)
@@ -243,7 +216,7 @@ class MemoryController(keras.layers.Layer):
     @property
     def n_recurrent(self):
         """Number of recurrent state tensors: 2 (``h``, ``c``) for the LSTM, else 1."""
-        return 2 if self.cell == "lstm" else 1
+        return n_recurrent(self.cell)
 
     def get_initial_state(self, batch_size, n_steps, discrete=False):
         """Zero recurrent state and an empty memory sized for ``n_steps`` steps.
@@ -252,11 +225,10 @@ class MemoryController(keras.layers.Layer):
         ----------
         batch_size : int or scalar int tensor
         n_steps : int or scalar int tensor
-            Number of steps the state will be run for (the memory grows one slot per
-            step, two for the deque).
+            Number of steps the state will be run for.
         discrete : bool, default=False
             Whether the memory is the discrete one of :mod:`~skptr.memory._discrete`
-            (for rounded strengths, in linear time) instead of the continuous buffers.
+            (rounded strengths, linear time) instead of the continuous buffers.
 
         Returns
         -------
@@ -302,16 +274,13 @@ class MemoryController(keras.layers.Layer):
         weights : dict of tensors
             As returned by :meth:`step_weights`.
         active : bool tensor of shape (batch,), optional
-            Samples for which the step counts; the others keep their state (their
-            memory, by neither pushing nor popping).
+            Samples for which the step counts; the others keep their state.
         noise : tensor of shape (batch, 2 * ends), optional
             Added to the push and pop logits (push columns first).
         snap : bool, default=False
-            Whether to round the push and pop strengths to 0 or 1, so that the memory
-            holds whole items only.
+            Whether to round the push and pop strengths to 0 or 1.
         discrete : bool, default=False
-            Whether ``state`` holds a discrete memory (see :meth:`get_initial_state`),
-            which implies ``snap``.
+            Whether ``state`` holds a discrete memory, which implies ``snap``.
         final_values : tensor, optional
             The memory's values buffer after the last step of an earlier run of the
             same steps, for reads whose gradient keeps no copy of the buffer per step
@@ -323,46 +292,21 @@ class MemoryController(keras.layers.Layer):
             The new state.
         trace : tuple of tensors
             Push strengths (batch, ends), pop strengths (batch, ends), memory strengths
-            (batch, slots) and read vector (batch, ends * width); empty without memory.
-            A discrete memory has no strengths to trace: its trace is empty.
+            (batch, slots) and read vector (batch, ends * width); empty without a
+            memory or with a discrete one.
         """
         h_prev = state[0]
         parts = [inputs, state[-1], h_prev] if self.memory is not None else [inputs, h_prev]
         z = ops.matmul(ops.concatenate(parts, axis=-1), weights["kernel"]) + weights["bias"]
-        units = self.units
-        if self.cell == "lstm":
-            i = ops.sigmoid(z[:, :units])
-            f = ops.sigmoid(z[:, units : 2 * units])
-            g = ops.tanh(z[:, 2 * units : 3 * units])
-            o = ops.sigmoid(z[:, 3 * units :])
-            c = i * g if self.reset_cell_state else f * state[1] + i * g
-            h = o * ops.tanh(c)
-            new_state = (h, c)
-        elif self.cell == "gru":
-            gates = ops.sigmoid(z[:, : 2 * units])
-            update, reset = gates[:, :units], gates[:, units:]
-            candidate = ops.tanh(z[:, 2 * units : 3 * units] + reset * z[:, 3 * units :])
-            h = update * h_prev + (1.0 - update) * candidate
-            new_state = (h,)
-        else:
-            h = ops.tanh(z)
-            new_state = (h,)
+        new_state = cell_step(self.cell, self.units, z, state, self.reset_cell_state)
+        h = new_state[0]
 
         trace = ()
         if self.memory is not None:
-            k = self.n_ends
             heads = ops.matmul(h, weights["head_kernel"]) + weights["head_bias"]
-            if noise is not None:
-                heads = ops.concatenate([heads[:, : 2 * k] + noise, heads[:, 2 * k :]], axis=-1)
-            push = ops.sigmoid(heads[:, :k])
-            pop = ops.sigmoid(heads[:, k : 2 * k])
-            if snap or discrete:
-                push, pop = ops.round(push), ops.round(pop)
-            if active is not None:  # an idle step neither pushes nor pops
-                on = ops.cast(active, push.dtype)[:, None]
-                push, pop = push * on, pop * on
-            value = ops.reshape(ops.tanh(heads[:, 2 * k :]), (-1, k, self.memory_width))
-            push, pop, value = (ops.cast(x, "float32") for x in (push, pop, value))
+            push, pop, value = memory_operations(
+                heads, self.n_ends, noise=noise, rounded=snap or discrete, active=active
+            )
             memory = state[self.n_recurrent : -1]
             if discrete:
                 memory, read = discrete_memory_step(self.memory, memory, push, pop, value, step)
@@ -374,15 +318,9 @@ class MemoryController(keras.layers.Layer):
                 trace = (push, pop, strengths, read)
             new_state = (*new_state, *memory, ops.cast(read, self.compute_dtype))
 
-        if active is not None:
-            # The memory of an idle step is left as it was by its zero gates.
+        if active is not None:  # an idle step keeps its state (its memory: zero gates)
             kept = [*range(self.n_recurrent)] + ([] if self.memory is None else [len(state) - 1])
-            new_state = list(new_state)
-            for i in kept:
-                rank = len(new_state[i].shape)
-                where_active = ops.reshape(active, (-1,) + (1,) * (rank - 1))
-                new_state[i] = ops.where(where_active, new_state[i], state[i])
-            new_state = tuple(new_state)
+            new_state = keep_where_idle(new_state, state, active, kept)
         return new_state, trace
 
     def run(
@@ -409,21 +347,14 @@ class MemoryController(keras.layers.Layer):
             Embedded tokens.
         weights : dict of tensors
             As returned by :meth:`step_weights`.
-        mask : bool tensor of shape (batch, steps), optional
-            Steps that count (see :meth:`step`).
+        mask, noise : tensors of shape (batch, steps) and (batch, steps, 2 * ends)
+            Per step, as ``active`` and ``noise`` in :meth:`step`.
         first_step : int or scalar int tensor, default=0
             Index of the first step (memory slot of its push).
         return_traces : bool, default=False
-            Whether to collect the per-step memory traces.
-        noise : tensor of shape (batch, steps, 2 * ends), optional
-            Added to the push and pop logits at every step (see :meth:`step`).
-        snap : bool, default=False
-            Whether to round the push and pop strengths (see :meth:`step`).
-        discrete : bool, default=False
-            Whether ``state`` holds a discrete memory (see :meth:`step`); traces are
-            then not available.
-        final_values : tensor, optional
-            See :meth:`step`.
+            Whether to collect the per-step memory traces (not with ``discrete``).
+        snap, discrete, final_values
+            As in :meth:`step`.
 
         Returns
         -------
@@ -443,7 +374,9 @@ class MemoryController(keras.layers.Layer):
             per_step["noise"] = ops.transpose(noise, (1, 0, 2))
 
         def body(state, current):
-            state = self._truncate(state, current["step"])
+            state = truncate_gradients(
+                state, self.n_recurrent, self.state_bptt_steps, current["step"]
+            )
             new_state, trace = self.step(
                 state,
                 current["inputs"],
@@ -461,20 +394,6 @@ class MemoryController(keras.layers.Layer):
         state, outputs = scan(body, tuple(state), per_step)
         return state, [ops.transpose(value, (1, 0, 2)) for value in outputs]
 
-    def _truncate(self, state, step):
-        """Stop gradients through the recurrent state every ``state_bptt_steps + 1`` steps."""
-        if self.state_bptt_steps is None:
-            return state
-        n_recurrent = self.n_recurrent
-        recurrent = tuple(ops.stop_gradient(x) for x in state[:n_recurrent])
-        if self.state_bptt_steps > 0:
-            cut = ops.equal(ops.mod(step, self.state_bptt_steps + 1), 0)
-            recurrent = tuple(
-                ops.where(cut, stopped, x)
-                for stopped, x in zip(recurrent, state[:n_recurrent], strict=True)
-            )
-        return recurrent + tuple(state[n_recurrent:])
-
     def call(self, inputs, mask=None, training=None, return_traces=False, snap=False):
         batch_size, n_steps = ops.shape(inputs)[0], ops.shape(inputs)[1]
         state = self.get_initial_state(batch_size, n_steps)
@@ -491,7 +410,7 @@ class MemoryController(keras.layers.Layer):
         options = {"mask": mask, "noise": noise, "snap": snap}
         final_values = None
         if training and self.memory is not None:
-            final_values = self._final_values(state, inputs, weights, options)
+            final_values = _final_values(self, state, inputs, weights, options)
         _, outputs = self.run(
             state,
             inputs,
@@ -504,25 +423,6 @@ class MemoryController(keras.layers.Layer):
             return outputs[0]
         names = ("push", "pop", "strengths", "read")
         return outputs[0], dict(zip(names, outputs[1:], strict=False))
-
-    def _final_values(self, state, inputs, weights, options):
-        """The memory's values after a run without gradients, or ``None``.
-
-        On JAX a training call of at least :data:`TWO_RUNS_MIN_STEPS` steps runs them
-        twice: once for the final values buffer, then again with reads whose gradient
-        needs only that buffer (see :func:`~skptr.memory._memories.stack_step`). The
-        gradient is the same; differentiating the reads directly keeps a copy of the
-        buffer for every step, quadratic in the length. TensorFlow's compiled loop
-        gains nothing from it, and shorter sequences lose more to the second run than
-        they save.
-        """
-        n_steps = inputs.shape[1]
-        if keras.backend.backend() != "jax" or n_steps is None or n_steps < TWO_RUNS_MIN_STEPS:
-            return None
-        state = tuple(ops.stop_gradient(x) for x in state)
-        weights = {name: ops.stop_gradient(w) for name, w in weights.items()}
-        final, _ = self.run(state, ops.stop_gradient(inputs), weights, **options)
-        return final[self.n_recurrent]
 
     def compute_mask(self, inputs, mask=None):
         return mask
@@ -542,3 +442,23 @@ class MemoryController(keras.layers.Layer):
             seed=self.seed,
         )
         return config
+
+
+def _final_values(controller, state, inputs, weights, options):
+    """The memory's values after a run of ``controller`` without gradients, or ``None``.
+
+    On JAX a training call of at least :data:`TWO_RUNS_MIN_STEPS` steps runs them
+    twice: once for the final values buffer, then again with reads whose gradient
+    needs only that buffer (see :func:`~skptr.memory._memories.stack_step`). The
+    gradient is the same; differentiating the reads directly keeps a copy of the
+    buffer for every step, quadratic in the length. TensorFlow's compiled loop
+    gains nothing from it, and shorter sequences lose more to the second run than
+    they save.
+    """
+    n_steps = inputs.shape[1]
+    if keras.backend.backend() != "jax" or n_steps is None or n_steps < TWO_RUNS_MIN_STEPS:
+        return None
+    state = tuple(ops.stop_gradient(x) for x in state)
+    weights = {name: ops.stop_gradient(w) for name, w in weights.items()}
+    final, _ = controller.run(state, ops.stop_gradient(inputs), weights, **options)
+    return final[controller.n_recurrent]

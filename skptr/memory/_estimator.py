@@ -6,29 +6,36 @@ import math
 from numbers import Integral, Real
 from typing import ClassVar
 
-import keras
-import numpy as np
-from keras import ops
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .. import _schema
-from .._backend import NetworkWrapper, quiet_retracing
 from .._base import SequenceEstimatorBase
-from .._batches import power_of_two_at_least
 from .._limits import MAX_COUNT, MAX_INITIALISATIONS, MAX_WIDTH
 from .._sequences import check_token_sequences
 from ..metrics import _checked_fine_accuracy
+from . import _sizes
 from ._codec import TransducerCodec
 from ._curriculum import CurriculumBatches, GateNoiseFrom
-from ._memories import unpadded_slots
-from ._network import GreedyDecoder, TokenCrossentropy, TransducerNetwork
+from ._inference import MAX_TRACE_STEPS, checked_max_steps, decode, memory_traces
+from ._network import TokenCrossentropy, TransducerNetwork
 from ._search import network_settings, search
 
 __all__ = ["NeuralStackTransducer"]
 
-# ``memory_trace`` records a (steps, slots) strengths matrix per sample; longer traces
-# are refused unless asked for.
-_MAX_TRACE_STEPS = 1024
+
+def _params_in_todays_terms(params):
+    """Hyperparameters (or ``network_params_``) from a file or pickle written by an
+    earlier version, in today's terms.
+
+    ``population`` is dropped: it changed only how the initialisations were trained,
+    and the network a fit kept with it is an ordinary one. ``gate_noise="auto"`` always
+    stood for 1.0.
+    """
+    params = dict(params)
+    params.pop("population", None)
+    if isinstance(params.get("gate_noise"), str) and params["gate_noise"] == "auto":
+        params["gate_noise"] = 1.0
+    return params
 
 
 class NeuralStackTransducer(SequenceEstimatorBase):
@@ -65,73 +72,45 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         sets it to -1 so that young controllers do not empty their memory).
     push_bias : float or "auto", default="auto"
         Initial bias of the push strength before its sigmoid, at every end of the
-        memory. ``"auto"`` is 0.0, except at the deque's bottom end, which starts at
-        -1.5: with both ends pushing at strength 0.5 each end reads back only what it
-        pushed itself, and a young deque behaves as two stacks that rarely learn to
-        serve as a queue.
+        memory. ``"auto"`` is 0.0, except -1.5 at the deque's bottom end, so that a
+        young deque can learn to serve as a queue.
     state_bptt_steps : int, "auto" or None, default="auto"
         How many steps back gradients flow through the controller's own recurrent
-        state; gradients through the memory are never truncated. Small values leave
-        the memory as the only way to carry information far, which makes the network
-        generalise to longer inputs instead of memorising short ones in its state.
-        ``None`` is full backpropagation through time. ``"auto"`` is ``None`` without a
-        memory; with one, it is 0 until an initialisation of ``n_init`` stalls, and the
-        following ones then alternate between ``None`` and 0. Set a longer truncation
-        for tasks in which the controller must hold a token for a step, such as bigram
-        flip, at the cost of generalising less far (see :ref:`memory_auto`).
+        state (``None``: all); gradients through the memory are never truncated. Small
+        values make the network generalise to longer inputs. ``"auto"``: ``None``
+        without a memory, else 0, alternating with ``None`` after a stalled
+        initialisation (see :ref:`memory_auto`). Set a longer truncation for tasks in
+        which the controller must hold a token for a step, such as bigram flip.
     gate_noise : float, default=1.0
         Standard deviation of Gaussian noise added to the push and pop logits in
-        training (never in ``predict``), from the epoch set by ``gate_noise_start``.
-        Noisy strengths carry information only once saturated, so the noise drives the
-        controller to push and pop whole items, which is what lets ``snap_gates`` round
-        them without errors on longer inputs. 0 switches it off.
+        training (never in ``predict``), from the epoch set by ``gate_noise_start``; it
+        drives the controller to push and pop whole items. 0 switches it off.
     gate_noise_start : float in [0, 1] or "auto", default="auto"
-        Share of the epochs trained without gate noise before it is switched on. Some
-        tasks are learned only with noise from the first epoch (duplicating a string
-        with the queue: 0), others best with noise switched on once the controller has
-        learned the task with soft strengths (reversal with the stack: 0.6). ``"auto"``
-        tries both: the ``n_init`` initialisations start the noise after 0.6 of the
-        epochs; if none of them predicts the held-out samples exactly, up to ``n_init``
-        more start it from the first epoch (with a memory and ``gate_noise`` above 0).
-        ``gate_noise_start_`` records the kept network's. A warm start adds the noise
-        from the epoch this share of ``epochs`` points to, counting the epochs of the
-        earlier fits.
+        Share of the epochs trained without gate noise before it is switched on (0 for
+        duplication with the queue, 0.6 for reversal with the stack). ``"auto"`` tries
+        0.6 and, if no initialisation is exact, up to ``n_init`` more with 0 (see
+        :ref:`memory_auto`). A warm start counts the epochs of the earlier fits.
     reset_cell_state : bool or "auto", default="auto"
-        LSTM controllers only: start every step from a zero cell state, so that the
-        previous step's output is the controller's only recurrent state. With
-        ``state_bptt_steps=0`` no gradient trains the cell state to carry anything, and
-        on inputs longer than the training ones it drifts until the controller pushes
-        or pops at the wrong step. ``"auto"`` is true when ``state_bptt_steps``
-        resolves to 0 (the default with a memory) and the cell is an LSTM.
+        LSTM controllers only: start every step from a zero cell state, which keeps the
+        controller from drifting on long inputs when its state gets no gradient.
+        ``"auto"``: true for an LSTM when ``state_bptt_steps`` resolves to 0.
     snap_gates : bool or "auto", default="auto"
         Whether ``predict`` and ``memory_trace`` round the push and pop strengths to 0
-        or 1, so that the memory holds and returns whole items and small errors do not
-        add up over inputs longer than the training ones; a controller that encodes
-        information in soft strengths fails when they are rounded. ``"auto"`` rounds,
-        unless no initialisation of ``n_init`` predicts the held-out samples exactly
-        with rounded strengths and the best held-out score is reached with soft ones.
+        or 1, so that errors do not add up over long inputs. ``"auto"`` rounds unless
+        soft strengths predict the held-out samples better (see :ref:`memory_auto`).
         Training always uses the soft strengths.
     n_init : int, default=8
-        Number of initialisations tried, as in scikit-learn's ``KMeans`` (with
-        ``gate_noise_start="auto"``, up to ``n_init`` more with another noise start
-        when none of them is exact). With more than one, 10 % of the training samples
-        are held out; each initialisation is trained on the rest and scored on them
-        (fine accuracy of greedy predictions, with the rounding of ``snap_gates``).
-        Training stops at the first initialisation that predicts every held-out sample
-        exactly, otherwise the best one is kept. An initialisation whose training
-        loss, after its first 6 epochs, is still above 0.05 per token and above half
-        of its first epoch's loss has stalled and is abandoned; when every one stalls,
-        the one with the lowest early loss is trained fully and kept. Use
-        ``n_init=1`` for one quick model, or for targets that no memory expresses
-        exactly (see :ref:`memory_auto`).
+        Number of initialisations tried, as in scikit-learn's ``KMeans``. With more
+        than one, each is trained on 90 % of the samples and scored on the rest; the
+        first that predicts them all exactly is kept, else the best (see
+        :ref:`memory_auto`). Use ``n_init=1`` for one quick model, or for targets that
+        no memory expresses exactly.
     curriculum : bool, default=True
-        Start training on the shortest sources (about a quarter of the length range)
-        and admit longer ones, in a few stages, whenever the training loss per token
-        drops below 0.05 (or after 4 epochs at a stage).
+        Start training on the shortest sources and admit longer ones in stages as the
+        loss falls.
     handle_unknown : {"error", "ignore"}, default="error"
         What ``predict`` does with an input token not seen in ``fit``: raise a
-        ``ValueError`` naming the sample and the token, or map it to a reserved
-        unknown token.
+        ``ValueError``, or map it to a reserved unknown token.
     max_output_length : int or None, default=None
         Maximum number of tokens ``predict`` produces per sequence. ``None`` allows
         ``2 * r * n + 10`` tokens for a source of ``n`` tokens, ``r`` being the largest
@@ -159,62 +138,43 @@ class NeuralStackTransducer(SequenceEstimatorBase):
     warm_start : bool, default=False
         Continue training the existing network on the next ``fit``.
     callbacks : list of keras.callbacks.Callback, default=None
-        Extra Keras callbacks for training. On TensorFlow, training runs 32 steps per
-        call into the compiled function unless one of these callbacks has per-batch
-        hooks (``on_train_batch_end`` ...), which then see every batch.
+        Extra Keras callbacks for training.
     devices : None, "all", keras.distribution.DataParallel or tf.distribute.Strategy, \
             default=None
-        Where training and inference run. None: one device, as Keras places it.
-        ``"all"``: data-parallel over every device of the backend (its GPUs, or its CPU
-        devices if it has no GPU; those of every process of a JAX multi-process
-        runtime). A ``keras.distribution.DataParallel`` (JAX)
-        or a ``tf.distribute`` ``MirroredStrategy`` or ``OneDeviceStrategy``
-        (TensorFlow) over the devices of this host is used as is; on JAX, a
-        distribution may span the processes (hosts) of a multi-process runtime, each
-        of which runs the same ``fit`` with the same integer ``random_state``. Every
-        batch is split over the replicas, so ``batch_size`` (a multiple of their
-        number) stays the global batch size. Pickles and files store an object as
-        None. See the user guide's page "Scaling out".
+        Where training and inference run: one device as Keras places it (None),
+        data-parallel over every device of the backend (``"all"``), or the given
+        distribution or strategy. Each batch is split over the replicas, so
+        ``batch_size`` (a multiple of their number) stays the global batch size. See
+        :doc:`/user_guide/scaling_out`.
     dtype_policy : {"float32", "mixed_bfloat16", "mixed_float16"} or None, default=None
-        The Keras dtype policy of the network: ``"mixed_bfloat16"`` and
-        ``"mixed_float16"`` compute in 16-bit floats with float32 weights (and loss
-        scaling for float16), which GPUs run faster; the pointer scores and the
-        memory are float32 under every policy. None: Keras' global policy
-        (``keras.config.dtype_policy()``) when ``fit`` starts.
+        The Keras dtype policy of the network: the mixed policies compute in 16-bit
+        floats with float32 weights, which GPUs run faster; the memory stays float32.
+        None: Keras' global policy when ``fit`` starts.
 
     Attributes
     ----------
     network_ : keras.Model
         The trained network (teacher-forced training graph).
     network_params_ : dict
-        The hyperparameters the network was built with (those that shape it), which
-        pickles and :func:`skptr.load` rebuild it from; ``set_params`` after ``fit``
-        changes only the next fit.
+        The hyperparameters the network was built with, which pickles and
+        :func:`skptr.load` rebuild it from.
     input_vocabulary_ : ndarray of shape (n_input_tokens,), dtype object
         Source tokens seen in ``fit``, sorted when they can be compared.
     output_vocabulary_ : ndarray of shape (n_output_tokens,), dtype object
         Target tokens seen in ``fit``.
     history_ : dict of list of float
-        Per-epoch ``loss`` (mean cross-entropy per target token, end token included),
-        ``val_loss`` with a validation split, and ``max_length``, the longest source
-        length admitted by the curriculum.
+        Per-epoch ``loss`` (mean cross-entropy per target token), ``val_loss`` with a
+        validation split, and ``max_length``, the longest source length admitted by the
+        curriculum.
     n_iter_ : int
         Number of epochs trained.
     init_scores_ : ndarray of shape (n_initialisations_tried,)
-        Held-out fine accuracy of each initialisation tried by the last ``fit``, with
-        rounded strengths unless ``snap_gates=False``, in training order (up to
-        ``n_init`` of them, or twice as many with ``gate_noise_start="auto"`` and a
-        memory), NaN for those abandoned because they stalled; empty when that fit
-        trained only one (``n_init=1``, or fewer than 10 samples). A warm start keeps
-        the scores of the fit it continues.
-    snap_gates_ : bool
-        Whether ``predict`` rounds the push and pop strengths (see ``snap_gates``).
-    state_bptt_steps_ : int or None
-        The truncation of backpropagation through the controller's state that the
-        kept network was trained with (see ``state_bptt_steps``).
-    gate_noise_start_ : float
-        The share of the epochs the kept network was trained without gate noise (see
-        ``gate_noise_start``).
+        Held-out fine accuracy of each initialisation tried by the last cold ``fit``,
+        in training order, NaN for those abandoned as stalled; empty when it trained
+        only one.
+    snap_gates_, state_bptt_steps_, gate_noise_start_ : bool, int or None, float
+        The values of ``snap_gates``, ``state_bptt_steps`` and ``gate_noise_start``
+        that the kept network was trained and is used with.
 
     See Also
     --------
@@ -356,25 +316,12 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         tags.target_tags.multi_output = True
         return tags
 
-    @classmethod
-    def _params_saved_before(cls, params):
-        """Hyperparameters (or ``network_params_``) from a file or pickle written by an
-        earlier version, in today's terms.
-
-        ``population`` is dropped: it changed only how the initialisations were
-        trained, and the network a fit kept with it is an ordinary one.
-        ``gate_noise="auto"`` always stood for 1.0.
-        """
-        params = dict(params)
-        params.pop("population", None)
-        if isinstance(params.get("gate_noise"), str) and params["gate_noise"] == "auto":
-            params["gate_noise"] = 1.0
-        return params
+    _params_saved_before = staticmethod(_params_in_todays_terms)
 
     def __setstate__(self, state):
-        state = self._params_saved_before(state)
+        state = _params_in_todays_terms(state)
         if isinstance(state.get("network_params_"), dict):
-            state["network_params_"] = self._params_saved_before(state["network_params_"])
+            state["network_params_"] = _params_in_todays_terms(state["network_params_"])
         super().__setstate__(state)
 
     # ------------------------------------------------------------ base hooks
@@ -404,31 +351,11 @@ class NeuralStackTransducer(SequenceEstimatorBase):
     def _loss(self):
         return TokenCrossentropy()
 
-    def _memory_ends(self):
-        return {None: 0, "stack": 1, "queue": 1, "deque": 2}[self.memory]
-
     def _weight_count(self):
-        hidden, ends, width = self.hidden_size, self._memory_ends(), self.memory_width
-        n_tokens = len(self.input_vocabulary_) + len(self.output_vocabulary_) + 4
-        controller = 4 * hidden * (self.embedding_dim + ends * width + hidden + 2)
-        heads = hidden * ends * (width + 2)
-        readout = (hidden + 1) * (len(self.output_vocabulary_) + 1)
-        return n_tokens * self.embedding_dim + controller + heads + readout
-
-    def _step_count(self, n_steps):
-        """Numbers one sequence holds per step: the controller's activations, the
-        vectors pushed and, where every step's strengths are kept (training, traces),
-        the strength of each of the ``n_steps`` slots (1: only the current ones)."""
-        ends = self._memory_ends()
-        return (
-            8 * self.hidden_size
-            + self.embedding_dim
-            + 3 * ends * self.memory_width
-            + (2 * n_steps * ends)
-        )
+        return _sizes.weight_count(self)
 
     def _activation_count(self, n_rows, n_steps):
-        return 2 * n_rows * n_steps * self._step_count(n_steps)
+        return _sizes.activation_count(self, n_rows, n_steps)
 
     _jit_training = True
     _jit_inference = True
@@ -441,7 +368,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         return {
             **encoding,
             "network_params_": kept.network_params,
-            "network_": kept.network,
+            "network_": kept.state.network,
             "history_": kept.history,
             "n_iter_": len(kept.history.get("loss", [])),
             "state_bptt_steps_": kept.run.state_bptt_steps,
@@ -472,47 +399,8 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         return codec, *codec.sources(X, handle_unknown=self.handle_unknown)
 
     def _decode(self, codec, source_ids):
-        """Greedy decoding; returns the output token ids of each sample.
-
-        Sources are decoded in batches of similar lengths, padded to a power-of-two
-        number of rows and of steps, so that the compiled decoder is reused.
-        """
-        snap = self.snap_gates_
-        lengths = np.array([len(s) for s in source_ids])
-        order = np.argsort(lengths, kind="stable")
-        chunk = self._predict_batch_size()
-        view = self._as_fitted()
-        longest = codec.output_limit(lengths.max(initial=0), self.max_output_length)
-        n_steps = power_of_two_at_least(lengths.max(initial=0) + 1) + power_of_two_at_least(
-            longest + 1
-        )
-        view._check_memory(
-            "decoding",
-            min(chunk, len(source_ids)) * n_steps * view._step_count(1),
-            longest_stream=n_steps,
-            max_output_length=self.max_output_length,
-        )
-        outputs = [None] * len(source_ids)
-        for start in range(0, len(order), chunk):
-            batch = order[start : start + chunk]
-            n_rows = self._inference_rows(len(batch), chunk)
-            sources = codec.left_padded([source_ids[i] for i in batch], n_rows)
-            limit = codec.output_limit(lengths[batch].max(), self.max_output_length)
-            canvas = np.zeros((n_rows, power_of_two_at_least(limit + 1)), dtype=np.int32)
-            decoder = self._inference_model(
-                ("decoder", snap),
-                lambda network: GreedyDecoder(network, snap_gates=snap),
-                n_rows,
-                sources.shape[1] + canvas.shape[1],
-            )
-            with quiet_retracing():
-                classes = self._predict_on_batch(
-                    decoder, {"source": sources, "canvas": canvas}, n_rows
-                )
-            classes = np.asarray(classes)
-            for row, i in enumerate(batch):
-                outputs[i] = codec.output_ids(classes[row], limit)
-        return outputs
+        """Greedy decoding; returns the output token ids of each sample."""
+        return decode(self, codec, source_ids)
 
     def predict(self, X):
         """Transduce each input sequence.
@@ -556,7 +444,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         predictions = [codec.tokens(ids) for ids in self._decode(codec, source_ids)]
         return _checked_fine_accuracy(targets, predictions)
 
-    def memory_trace(self, X, max_steps=_MAX_TRACE_STEPS):
+    def memory_trace(self, X, max_steps=MAX_TRACE_STEPS):
         """How the controller uses its memory while transducing ``X``.
 
         The inputs are decoded greedily, as in ``predict``, and the controller is then
@@ -599,80 +487,9 @@ class NeuralStackTransducer(SequenceEstimatorBase):
             If the estimator has no memory (``memory=None``), or a sample's trace
             would exceed ``max_steps`` steps.
         """
-        max_steps = _checked_max_steps(max_steps)
+        max_steps = checked_max_steps(max_steps)
         self._check_fitted()
-        memory = self.network_params_["memory"]
-        if memory is None:
+        if self.network_params_["memory"] is None:
             raise ValueError("memory=None: this estimator has no memory to trace.")
         codec, sources, source_ids = self._sources(X)
-        self._check_trace_length([len(s) + 1 for s in source_ids], max_steps, "input")
-        output_ids = self._decode(codec, source_ids)
-        streams = [codec.trace_stream(s, o) for s, o in zip(source_ids, output_ids, strict=True)]
-        self._check_trace_length([len(s) for s in streams], max_steps, "input and output")
-        n_rows = self._placement().inference.rows(len(streams))
-        padded = codec.left_padded(streams, n_rows)
-        view = self._as_fitted()
-        view._check_memory(
-            "the traces",
-            len(streams) * padded.shape[1] * view._step_count(padded.shape[1]),
-            longest_trace=padded.shape[1],
-        )
-        with quiet_retracing():
-            snap = self.snap_gates_
-            tracer = self._inference_model(
-                ("traces", snap), lambda network: _Traces(network, snap_gates=snap)
-            )
-            traces = self._predict_on_batch(tracer, padded, n_rows)
-        traces = {key: np.asarray(value) for key, value in traces.items()}
-        n_steps = padded.shape[1]
-        results = []
-        for i, stream in enumerate(streams):
-            first = n_steps - len(stream)
-            strengths = unpadded_slots(traces["strengths"][i, first:], memory, first)
-            results.append(
-                {
-                    "source": sources[i],
-                    "output": codec.tokens(output_ids[i]),
-                    "push": traces["push"][i, first:],
-                    "pop": traces["pop"][i, first:],
-                    "strengths": strengths,
-                    "read": traces["read"][i, first:],
-                }
-            )
-        return results
-
-    @staticmethod
-    def _check_trace_length(n_steps, max_steps, what):
-        too_long = np.flatnonzero(np.asarray(n_steps) > max_steps)
-        if too_long.size:
-            i = int(too_long[0])
-            raise ValueError(
-                f"X[{i}]: its {what} make a trace of {n_steps[i]} steps, more than "
-                f"max_steps={max_steps} (a trace holds a steps-by-steps strengths matrix); "
-                "trace a shorter input or pass a larger max_steps."
-            )
-
-
-def _checked_max_steps(max_steps):
-    """``memory_trace``'s ``max_steps``, refused unless it is an int >= 1."""
-    if isinstance(max_steps, bool | np.bool_) or not isinstance(max_steps, Integral):
-        raise TypeError(
-            f"max_steps must be an int >= 1, got {max_steps!r} (a {type(max_steps).__name__})."
-        )
-    if max_steps < 1:
-        raise ValueError(f"max_steps must be an int >= 1, got {max_steps!r}.")
-    return int(max_steps)
-
-
-@keras.saving.register_keras_serializable(package="skptr")
-class _Traces(NetworkWrapper):
-    """Wraps :meth:`TransducerNetwork.traces` so that ``predict_on_batch`` compiles it."""
-
-    def __init__(self, network, snap_gates=False, **kwargs):
-        kwargs.setdefault("name", "memory_traces")
-        super().__init__(network, **kwargs)
-        self.snap_gates = bool(snap_gates)
-
-    def call(self, stream):
-        traces = self.network.traces(ops.cast(stream, "int32"), snap=self.snap_gates)
-        return {key: traces[key] for key in ("push", "pop", "strengths", "read")}
+        return memory_traces(self, codec, sources, source_ids, max_steps)

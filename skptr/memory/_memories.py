@@ -34,6 +34,7 @@ __all__ = [
     "deque_step",
     "initial_memory",
     "memory_ends",
+    "memory_operations",
     "memory_slots",
     "memory_step",
     "push_biases",
@@ -310,6 +311,39 @@ def initial_memory(kind, batch_size, n_steps, width, dtype="float32"):
     values = ops.zeros((batch_size, n_slots, width), dtype=dtype)
     strengths = ops.zeros((batch_size, n_slots), dtype=dtype)
     return values, strengths
+
+
+def memory_operations(heads, n_ends, noise=None, rounded=False, active=None):
+    """The push and pop strengths and the pushed values of a step, in float32.
+
+    Parameters
+    ----------
+    heads : tensor of shape (batch, 2 * n_ends + n_ends * width)
+        The controller's head logits: push, pop (one per end), then the values.
+    n_ends : int
+    noise : tensor of shape (batch, 2 * n_ends), optional
+        Added to the push and pop logits.
+    rounded : bool, default=False
+        Whether the strengths are rounded to 0 or 1.
+    active : bool tensor of shape (batch,), optional
+        Samples whose step counts; the others neither push nor pop.
+
+    Returns
+    -------
+    push, pop : tensors of shape (batch, n_ends)
+    value : tensor of shape (batch, n_ends, width)
+    """
+    k = n_ends
+    gates = heads[:, : 2 * k] if noise is None else heads[:, : 2 * k] + noise
+    push, pop = ops.sigmoid(gates[:, :k]), ops.sigmoid(gates[:, k:])
+    if rounded:
+        push, pop = ops.round(push), ops.round(pop)
+    if active is not None:
+        on = ops.cast(active, push.dtype)[:, None]
+        push, pop = push * on, pop * on
+    width = (heads.shape[-1] - 2 * k) // k
+    value = ops.reshape(ops.tanh(heads[:, 2 * k :]), (-1, k, width))
+    return tuple(ops.cast(x, "float32") for x in (push, pop, value))
 
 
 def memory_step(kind, values, strengths, push, pop, value, step, final_values=None):

@@ -3,9 +3,10 @@
 - :func:`resolve_settings` turns every ``"auto"`` hyperparameter of a fit into a value,
   once, from the hyperparameters and the number of samples; :func:`network_settings`
   gives the values a network is built with.
-- :func:`train_run` trains one run on a network of its own and returns its
-  :class:`Outcome`: the trained network, its history and, with held-out samples, its
-  scores on them.
+- :func:`train_run` trains one run from its own initialisation and returns its
+  :class:`Outcome`: the state its network reached, its history and, with held-out
+  samples, its scores on them. The runs of one architecture share a compiled
+  :class:`Trainer`.
 - :func:`search` is the keep-best loop: it stops at the first run that predicts every
   held-out sample exactly.
 """
@@ -13,13 +14,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+import keras
 import numpy as np
 
 from .._batches import held_out_split
 from .._random import SeedStream
-from .._training import check_fit, train
+from .._training import NetworkState, check_fit, train
 from ..metrics import _checked_fine_accuracy
 from ._codec import TransducerCodec
 from ._curriculum import StalledStartWatch
@@ -28,6 +29,7 @@ __all__ = [
     "Outcome",
     "Run",
     "Settings",
+    "Trainer",
     "network_settings",
     "resolve_settings",
     "search",
@@ -169,10 +171,11 @@ class Outcome:
     Attributes
     ----------
     run : Run
-    network : keras.Model
-        The run's own trained network (with its optimiser, for a warm start).
+    state : NetworkState
+        The state of its trained network (weights and optimiser, for a warm start);
+        ``state.restore()`` puts the network of its architecture in that state.
     network_params : dict
-        The hyperparameters it was built from.
+        The hyperparameters its network was built from.
     history : dict of list of float
         Its per-epoch logs.
     stalled : bool
@@ -186,7 +189,7 @@ class Outcome:
     """
 
     run: Run
-    network: Any
+    state: NetworkState
     network_params: dict
     history: dict
     stalled: bool = False
@@ -196,15 +199,46 @@ class Outcome:
     snap: bool = True
 
 
-def _train_network(candidate, data, seeds, callbacks):
-    """Build and train a new network of ``candidate`` (the estimator with its run's
-    settings) on ``data``; return the network, the hyperparameters it was built from
-    and its history."""
-    network_seed, *training_seeds = seeds.next(), seeds.next(), seeds.next()
-    check_fit(candidate, data, (network_seed, *training_seeds))
-    network = candidate._new_network(network_seed)
-    history = train(candidate, network, data, training_seeds, callbacks=callbacks)
-    return network, candidate.network_params_, history
+class Trainer:
+    """The network that trains the runs of one architecture, one after another.
+
+    Compiling a training step and the held-out decoders takes longer than training a
+    small run, so the runs of one architecture share one compiled network. Each run
+    starts from the initial weights (and seed state) of a new network built with its
+    own seed, and from the optimiser's initial state, so it trains exactly as it would
+    on a network of its own; its outcome keeps a copy of the state it reaches.
+    """
+
+    def __init__(self):
+        self.network = None
+        self._start = None  # the optimiser's and metrics' state before any training
+
+    def _record_start(self, logs=None):
+        optimizer = self.network.optimizer
+        if not optimizer.built:  # TensorFlow builds it in the first step, in the graph
+            optimizer.build(self.network.trainable_variables)
+        self._start = NetworkState(self.network)
+
+    def train(self, candidate, data, seeds, callbacks=()):
+        """Train a new initialisation of ``candidate`` (the estimator with its run's
+        settings) on ``data``; return its history and the state it reached."""
+        network_seed, *training_seeds = seeds.next(), seeds.next(), seeds.next()
+        check_fit(candidate, data, (network_seed, *training_seeds))
+        initial = candidate._new_network(network_seed)
+        if self.network is None:
+            self.network = initial
+            callbacks = (
+                *callbacks,
+                keras.callbacks.LambdaCallback(on_train_begin=self._record_start),
+            )
+        else:
+            self._start.restore()
+            weights = [*initial.trainable_variables, *initial.non_trainable_variables]
+            own = [*self.network.trainable_variables, *self.network.non_trainable_variables]
+            for variable, value in zip(own, weights, strict=True):
+                variable.assign(value)
+        history = train(candidate, self.network, data, training_seeds, callbacks=callbacks)
+        return history, NetworkState(self.network)
 
 
 def _held_out_score(view, codec, sources, targets, snap):
@@ -214,13 +248,15 @@ def _held_out_score(view, codec, sources, targets, snap):
     return _checked_fine_accuracy(targets, [p.tolist() for p in predictions])
 
 
-def train_run(estimator, data, run, seeds, settings, held_out=None, watch=False):
-    """Train ``run`` on a network of its own; nothing of the search is kept.
+def train_run(estimator, trainer, data, run, seeds, settings, held_out=None, watch=False):
+    """Train ``run`` from its own initialisation; nothing of the search is kept.
 
     Parameters
     ----------
     estimator : NeuralStackTransducer
         The estimator being fitted, its codec learned (left unchanged).
+    trainer : Trainer
+        The trainer of the run's architecture (its ``state_bptt_steps``).
     data, held_out : TrainingData
         The training samples, and those the run is scored on (None: not scored).
     run : Run
@@ -238,10 +274,9 @@ def train_run(estimator, data, run, seeds, settings, held_out=None, watch=False)
     candidate.state_bptt_steps_ = run.state_bptt_steps
     candidate.gate_noise_start_ = run.gate_noise_start
     watcher = StalledStartWatch() if watch else None
-    network, params, history = _train_network(
-        candidate, data, seeds, () if watcher is None else (watcher,)
-    )
-    outcome = Outcome(run, network, params, history, snap=settings.snap)
+    history, state = trainer.train(candidate, data, seeds, () if watcher is None else (watcher,))
+    params = candidate.network_params_
+    outcome = Outcome(run, state, params, history, snap=settings.snap)
     if watcher is not None:
         outcome.stalled, outcome.early_loss = watcher.stalled, watcher.best_loss
     if held_out is None or outcome.stalled:
@@ -249,7 +284,7 @@ def train_run(estimator, data, run, seeds, settings, held_out=None, watch=False)
     codec = TransducerCodec.of(estimator)
     sources, targets = codec.training_pairs(held_out)
     targets = [t.tolist() for t in targets]
-    candidate.network_, candidate.network_params_ = network, params  # the view to decode
+    candidate.network_ = trainer.network  # the view to decode, in the run's state
     rounded = _held_out_score(candidate, codec, sources, targets, settings.snap)
     soft = np.nan
     if settings.may_soften and rounded < 1.0:
@@ -285,6 +320,7 @@ def search(estimator, data, seeds):
     Returns
     -------
     kept : Outcome
+        The run kept; its network (``kept.state.network``) is in its state.
     init_scores : ndarray of shape (n_runs_tried,)
         Held-out score of each run tried, rounded strengths (NaN: stalled); empty
         with one run.
@@ -292,14 +328,15 @@ def search(estimator, data, seeds):
     settings = resolve_settings(estimator.get_params(), len(data.lengths))
     if settings.n_held_out == 0:
         run = Run(0, settings.first_bptt_steps, settings.noise_starts[0])
-        return train_run(estimator, data, run, seeds, settings), np.empty(0)
+        return train_run(estimator, Trainer(), data, run, seeds, settings), np.empty(0)
     training, held_out = held_out_split(data, settings.n_held_out, seeds.next())
-    best, scores, stalled = None, [], []
+    best, scores, stalled, trainers = None, [], [], {}
     steps = settings.first_bptt_steps
     for noise_start in settings.noise_starts:
         run = Run(seeds.next(), steps, noise_start)
+        trainer = trainers.setdefault(steps, Trainer())
         outcome = train_run(
-            estimator, training, run, SeedStream(run.seed), settings, held_out, watch=True
+            estimator, trainer, training, run, SeedStream(run.seed), settings, held_out, True
         )
         scores.append(outcome.rounded)
         if outcome.stalled:
@@ -312,5 +349,9 @@ def search(estimator, data, seeds):
         steps = settings.bptt_steps_after(steps, any_stalled=bool(stalled))
     if best is None:  # every run stalled: the least stalled one, trained in full
         *_, run = min(stalled, key=lambda entry: entry[:2])
-        best = train_run(estimator, training, run, SeedStream(run.seed), settings, held_out)
+        trainer = trainers[run.state_bptt_steps]
+        best = train_run(
+            estimator, trainer, training, run, SeedStream(run.seed), settings, held_out
+        )
+    best.state.restore()
     return best, np.array(scores)
