@@ -26,6 +26,7 @@ __all__ = ["__version__", *_LAZY]
 
 def __getattr__(name):
     if name in _LAZY:
+        import_module("._startup", __name__)  # the backend, started quietly
         return getattr(import_module(_LAZY[name], __name__), name)
     raise AttributeError(f"module 'skptr' has no attribute {name!r}")
 

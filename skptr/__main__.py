@@ -3,35 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 import time
-
-
-def import_backend_quietly():
-    """Import the Keras backend with its start-up lines on standard error hidden.
-
-    TensorFlow's C++ runtime writes notices straight to standard error when it starts
-    (missing CUDA drivers, oneDNN options, absl logging set-up) which look like faults
-    to a newcomer. The command line hides them; if the import itself fails, what was
-    written is shown with the error. Library users see the backend's messages as usual.
-    """
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as captured:
-        os.dup2(captured.fileno(), 2)
-        try:
-            from . import _backend  # noqa: F401 - starts the backend
-        except BaseException:
-            os.dup2(saved, 2)
-            captured.seek(0)
-            sys.stderr.write(captured.read().decode(errors="replace"))
-            raise
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
 
 
 def _sorting_demo(verbose):
@@ -80,7 +53,6 @@ def main(argv=None):
     demo_parser.add_argument("--verbose", type=int, default=0, help="Keras verbosity (0, 1, 2)")
     arguments = parser.parse_args(argv)
     if arguments.command == "demo":
-        import_backend_quietly()
         demo(verbose=arguments.verbose)
     return 0
 

@@ -20,8 +20,10 @@ import logging
 import os
 import signal
 import threading
+import weakref
 
 import keras
+import numpy as np
 
 __all__ = [
     "SUPPORTED_BACKENDS",
@@ -203,6 +205,42 @@ class NetworkWrapper(keras.Model):
         super().__init__(**kwargs)
         self.network = network
         self.built = bool(network.built)
+
+
+# Per inference model, its compiled JAX function (kept while the model lives).
+_JAX_INFERENCE = weakref.WeakKeyDictionary()
+_JAX_INFERENCE_LOCK = threading.Lock()
+
+
+def _jax_inference_function(model):
+    with _JAX_INFERENCE_LOCK:
+        function = _JAX_INFERENCE.get(model)
+        if function is None:
+            import jax
+
+            def infer(trainable, non_trainable, inputs):
+                return model.stateless_call(trainable, non_trainable, inputs)[0]
+
+            function = _JAX_INFERENCE[model] = jax.jit(infer)
+        return function
+
+
+def predict_on_batch(model, inputs):
+    """``model``'s outputs for one batch, as NumPy arrays; any number of threads may
+    call it at once.
+
+    On JAX, Keras' ``predict_on_batch`` donates the variables' buffers to its compiled
+    function and puts the returned ones back, so another thread reading the variables
+    meanwhile finds deleted buffers; here the model runs as a stateless function of the
+    variables' current values, compiled once per model, which reads them and donates
+    nothing. TensorFlow's compiled functions read the variables in place.
+    """
+    if keras.backend.backend() != "jax":
+        return model.predict_on_batch(inputs)
+    trainable = [variable.value for variable in model.trainable_variables]
+    non_trainable = [variable.value for variable in model.non_trainable_variables]
+    outputs = _jax_inference_function(model)(trainable, non_trainable, inputs)
+    return keras.tree.map_structure(np.asarray, outputs)
 
 
 class DenseGradientAdam(keras.optimizers.Adam):

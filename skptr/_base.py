@@ -33,6 +33,8 @@ Hooks a subclass implements
 
 from __future__ import annotations
 
+import functools
+from contextlib import nullcontext
 from numbers import Integral, Real
 from typing import ClassVar
 
@@ -52,6 +54,28 @@ from ._random import SeedStream, draw_seed
 from ._training import WEIGHT_COPIES, NetworkState, NonFiniteTrainingError, compile_policy
 
 __all__ = ["NonFiniteTrainingError", "SequenceEstimatorBase"]
+
+
+def inference_method(method):
+    """Make a public inference method safe to call from several threads at once.
+
+    The method runs on a snapshot of the estimator (its hyperparameters and fitted
+    attributes when the call starts), holding the fitted network for reading: a
+    ``set_params`` or a cold ``fit`` in another thread changes the estimator, not the
+    call's snapshot, and a warm ``fit`` waits for the call to end (see
+    :class:`~skptr._inference.NetworkLock`).
+    """
+
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        snapshot = self._shallow_copy()
+        network = getattr(snapshot, "network_", None)
+        if network is None:  # not fitted: the method raises as it does
+            return method(snapshot, *args, **kwargs)
+        with _inference.network_lock(network).reading():
+            return method(snapshot, *args, **kwargs)
+
+    return call
 
 
 class SequenceEstimatorBase(BaseEstimator):
@@ -314,21 +338,24 @@ class SequenceEstimatorBase(BaseEstimator):
         if warm:
             _params.check_warm_start(self)
         seeds = SeedStream(draw_seed(self.random_state))
-        snapshot = NetworkState(self.network_) if warm else None
-        try:
-            with (
-                _backend.interrupts_between_steps(),
-                _backend.out_of_memory_as_error(self),
-                self._placement().scope(),
-            ):
-                data, encoding = self._prepare_training_data(X, y, reset=not warm)
-                fitted = self._fit_network(data, encoding, warm, seeds)
-        except BaseException:
-            if snapshot is not None:
-                snapshot.restore()
-            raise
-        for name, value in fitted.items():
-            setattr(self, name, value)
+        # A warm fit trains the fitted network in place: inference calls of other
+        # threads finish before it starts, and wait until it ends.
+        with _inference.network_lock(self.network_).writing() if warm else nullcontext():
+            snapshot = NetworkState(self.network_) if warm else None
+            try:
+                with (
+                    _backend.interrupts_between_steps(),
+                    _backend.out_of_memory_as_error(self),
+                    self._placement().scope(),
+                ):
+                    data, encoding = self._prepare_training_data(X, y, reset=not warm)
+                    fitted = self._fit_network(data, encoding, warm, seeds)
+            except BaseException:
+                if snapshot is not None:
+                    snapshot.restore()
+                raise
+            # At once, so that an inference call starting now sees one fit or the other.
+            vars(self).update(fitted)
         return self
 
     def _fit_network(self, data, encoding, warm, seeds):
@@ -406,6 +433,7 @@ class SequenceEstimatorBase(BaseEstimator):
         return max(int(self.batch_size), 256)
 
     # ------------------------------------------------------------ persistence
+    @inference_method
     def save(self, path):
         """Write the estimator to ``path`` in skptr's pickle-free format.
 
@@ -422,6 +450,7 @@ class SequenceEstimatorBase(BaseEstimator):
         """
         _save_estimator(self, path)
 
+    @inference_method
     def __getstate__(self):
         state = dict(super().__getstate__())
         if not (state.get("devices") is None or isinstance(state["devices"], str)):

@@ -41,6 +41,8 @@ import hashlib
 import keras
 import numpy as np
 
+from . import _backend
+
 __all__ = [
     "ALL_DEVICES",
     "TENSORFLOW_STRATEGIES",
@@ -126,7 +128,7 @@ class Placement:
         ``predict``, whose input pipeline splits it.
         """
         if not self.distributed:
-            return model.predict_on_batch(inputs)
+            return _backend.predict_on_batch(model, inputs)
         with self.scope():
             return model.predict(inputs, batch_size=int(n_rows), verbose=0)
 
@@ -191,7 +193,7 @@ class _ThisProcess(Placement):
 
     def predict(self, model, inputs, n_rows):
         with self.scope():
-            return model.predict_on_batch(inputs)
+            return _backend.predict_on_batch(model, inputs)
 
 
 @contextlib.contextmanager

@@ -7,19 +7,80 @@ says so, and keeps it for later calls.
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import weakref
 
 from ._devices import held_in_this_process
 from ._precision import dtype_policy_scope
 from ._training import compile_policy
 
-__all__ = ["inference_model", "inference_models", "inference_network"]
+__all__ = ["inference_model", "inference_models", "inference_network", "network_lock"]
 
 _INFERENCE_MODELS_ATTRIBUTE = "_skptr_inference_models"
+_LOCK_ATTRIBUTE = "_skptr_lock"
+# Guards the creation of each network's lock and the building of inference models.
+_CREATION = threading.RLock()
 
 # A copy on this process's own device of each network trained over several processes,
 # which inference runs on.
 _LOCAL_COPIES = weakref.WeakKeyDictionary()
+
+
+class NetworkLock:
+    """Shared use of a network by inference calls, exclusive use by a warm fit.
+
+    Any number of threads may read the network at once; a thread that trains it (a warm
+    fit, which changes its variables step by step) waits until they are done, and
+    readers wait until it is. The training thread may itself read (a callback that
+    predicts). Readers do not wait for a waiting writer, so that a thread reading in a
+    nested call cannot block.
+    """
+
+    def __init__(self):
+        self._condition = threading.Condition()
+        self._readers = 0
+        self._writer = None
+
+    @contextlib.contextmanager
+    def reading(self):
+        """Hold the network for an inference call."""
+        with self._condition:
+            own = self._writer == threading.get_ident()
+            if not own:
+                self._condition.wait_for(lambda: self._writer is None)
+                self._readers += 1
+        try:
+            yield
+        finally:
+            if not own:
+                with self._condition:
+                    self._readers -= 1
+                    self._condition.notify_all()
+
+    @contextlib.contextmanager
+    def writing(self):
+        """Hold the network alone, for training it."""
+        with self._condition:
+            self._condition.wait_for(lambda: self._writer is None and self._readers == 0)
+            self._writer = threading.get_ident()
+        try:
+            yield
+        finally:
+            with self._condition:
+                self._writer = None
+                self._condition.notify_all()
+
+
+def network_lock(network):
+    """The :class:`NetworkLock` of ``network``, kept by the network (as its inference
+    models are; see :func:`inference_models`)."""
+    with _CREATION:
+        lock = vars(network).get(_LOCK_ATTRIBUTE)
+        if lock is None:
+            lock = NetworkLock()
+            object.__setattr__(network, _LOCK_ATTRIBUTE, lock)
+        return lock
 
 
 def inference_models(network):
@@ -31,12 +92,13 @@ def inference_models(network):
     network, and its models, alive after its estimator is gone. Saving writes a new
     network (:func:`skptr._persistence.save`), so they never reach a file.
     """
-    models = vars(network).get(_INFERENCE_MODELS_ATTRIBUTE)
-    if models is None:
-        models = {}
-        # Past Keras' attribute tracking: the models are not layers of the network.
-        object.__setattr__(network, _INFERENCE_MODELS_ATTRIBUTE, models)
-    return models
+    with _CREATION:
+        models = vars(network).get(_INFERENCE_MODELS_ATTRIBUTE)
+        if models is None:
+            models = {}
+            # Past Keras' attribute tracking: the models are not layers of the network.
+            object.__setattr__(network, _INFERENCE_MODELS_ATTRIBUTE, models)
+        return models
 
 
 def inference_network(estimator):
@@ -72,12 +134,13 @@ def inference_model(estimator, key, build, n_rows=0, length=1):
     """
     jit = compile_policy().inference_jit(estimator._jit_inference, n_rows, length)
     network = inference_network(estimator)
-    models = inference_models(network)
-    if (key, jit) not in models:
-        policy = estimator.network_params_.get("dtype_policy")
-        with estimator._placement().inference.scope(), dtype_policy_scope(policy):
-            model = build(network)
-            if jit:
-                model.compile(jit_compile=True)
-        models[key, jit] = model
-    return models[key, jit]
+    with _CREATION:  # threads predicting at once build each model once
+        models = inference_models(network)
+        if (key, jit) not in models:
+            policy = estimator.network_params_.get("dtype_policy")
+            with estimator._placement().inference.scope(), dtype_policy_scope(policy):
+                model = build(network)
+                if jit:
+                    model.compile(jit_compile=True)
+            models[key, jit] = model
+        return models[key, jit]

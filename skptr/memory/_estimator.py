@@ -9,7 +9,7 @@ from typing import ClassVar
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .. import _schema
-from .._base import SequenceEstimatorBase
+from .._base import SequenceEstimatorBase, inference_method
 from .._limits import MAX_COUNT, MAX_INITIALISATIONS, MAX_WIDTH
 from .._sequences import check_token_sequences
 from ..metrics import _checked_fine_accuracy
@@ -402,6 +402,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         """Greedy decoding; returns the output token ids of each sample."""
         return decode(self, codec, source_ids)
 
+    @inference_method
     def predict(self, X):
         """Transduce each input sequence.
 
@@ -419,6 +420,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         codec, _, source_ids = self._sources(X)
         return codec.decode(self._decode(codec, source_ids))
 
+    @inference_method
     def score(self, X, y):
         """Fine accuracy of the predictions (Grefenstette et al. 2015).
 
@@ -444,6 +446,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         predictions = [codec.tokens(ids) for ids in self._decode(codec, source_ids)]
         return _checked_fine_accuracy(targets, predictions)
 
+    @inference_method
     def memory_trace(self, X, max_steps=MAX_TRACE_STEPS):
         """How the controller uses its memory while transducing ``X``.
 

@@ -9,7 +9,7 @@ import keras
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._base import SequenceEstimatorBase
+from .._base import SequenceEstimatorBase, inference_method
 from .._limits import MAX_DEPTH, MAX_WIDTH
 from .._sequences import check_orderings
 from ..metrics import _checked_position_accuracy
@@ -331,6 +331,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         self._check_fitted()
         return PointerCodec.of(self)
 
+    @inference_method
     def predict(self, X):
         """Predict an ordering of each input sequence.
 
@@ -350,6 +351,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         codec = self._fitted_codec()
         return decode_sequences(self, codec.sequences(X), codec)[0]
 
+    @inference_method
     def predict_proba(self, X):
         """Pointer distributions along the decoded orderings.
 
@@ -370,6 +372,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         codec = self._fitted_codec()
         return decode_sequences(self, codec.sequences(X), codec)[1]
 
+    @inference_method
     def score(self, X, y):
         """Mean position accuracy of the predicted orderings.
 
