@@ -30,6 +30,7 @@ SECTIONS = (
     "two_devices",
     "precision",
     "sklearn_overhead",
+    "predict_threads",
     "sort8_curves",
     "sort_floats",
     "convex_hull",
@@ -220,6 +221,13 @@ def configuration(quick):
                 "repeats": 2,
                 "transducer_length": 8,
             },
+            "predict_threads": {
+                "n_train": 512,
+                "n_infer": 256,
+                "calls": 2,
+                "repeats": 1,
+                "threads": [1, 2, 4],
+            },
             "sort8_curves": {"n_train": 2000, "epochs": 2, "hidden_size": 32},
             "sort_floats": {"sizes": [5], "n_train": 1500, "epochs": 2, "hidden_size": 32},
             "convex_hull": {
@@ -356,6 +364,13 @@ def configuration(quick):
             "repeats": 3,
             "transducer_length": 16,
         },
+        "predict_threads": {
+            "n_train": 2000,
+            "n_infer": 2048,
+            "calls": 4,
+            "repeats": 3,
+            "threads": [1, 2, 4],
+        },
         "sort8_curves": {"n_train": 9000, "epochs": 6, "hidden_size": 64},
         "sort_floats": {"sizes": [5, 10], "n_train": 5000, "epochs": 8, "hidden_size": 64},
         "convex_hull": {
@@ -461,6 +476,7 @@ def main(argv=None):
             "two_devices": speed.two_devices,
             "precision": precision.precision,
             "sklearn_overhead": speed.sklearn_overhead,
+            "predict_threads": speed.predict_threads,
             "sort8_curves": quality.sort8_curves,
             "sort_floats": quality.sort_floats,
             "convex_hull": quality.convex_hull,

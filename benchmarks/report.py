@@ -748,6 +748,13 @@ def _overhead_rows(rows):
     )
 
 
+def _threads_rows(rows):
+    return _cells(
+        rows,
+        "{backend} | {estimator} | {threads} | {rows_per_s:,.0f} | {vs_one_thread:.2f}",
+    )
+
+
 def _backend_name(section):
     return {"tensorflow": "TensorFlow", "jax": "JAX"}[section["device"]["keras_backend"]]
 
@@ -935,6 +942,7 @@ def report_context(data, run):
         "precision": section("precision", _precision_context),
         "decoding": section("transducer_decoding", _decoding_context),
         "overhead": section("sklearn_overhead", _overhead_rows),
+        "threads": section("predict_threads", _threads_rows),
         "sort8": {
             "budget": _budget_text(data["sort8_curves"]["results"]["budget"], short),
             "rows": [

@@ -8,6 +8,8 @@ hits both sides of a ratio alike.
 
 from __future__ import annotations
 
+import threading
+
 import keras
 import numpy as np
 from sklearn.base import clone
@@ -22,6 +24,7 @@ from ._reference import ReferenceGreedyDecoder, build_reference, multiply_adds_p
 
 __all__ = [
     "pointer_speed",
+    "predict_threads",
     "sklearn_overhead",
     "transducer_decoding",
     "transducer_restarts",
@@ -565,6 +568,84 @@ def _overhead_row(name, estimator, X, y, config):
         "estimator_seconds": sk_seconds,
         "keras_seconds": keras_seconds,
     }
+
+
+def _threaded_rate(predict, n_rows, n_threads, calls):
+    """Rows predicted per second by ``n_threads`` threads each calling ``predict()``
+    ``calls`` times on ``n_rows`` rows, started together."""
+    barrier = threading.Barrier(n_threads + 1)
+
+    def work():
+        barrier.wait()
+        for _ in range(calls):
+            predict()
+
+    threads = [threading.Thread(target=work) for _ in range(n_threads)]
+    for thread in threads:
+        thread.start()
+    with Stopwatch() as watch:
+        barrier.wait()
+        for thread in threads:
+            thread.join()
+    return n_threads * calls * n_rows / watch.elapsed
+
+
+def predict_threads(config, log):
+    """Prediction throughput of one fitted estimator shared by 1, 2 and 4 threads.
+
+    Each thread predicts the same ``n_infer`` samples ``calls`` times; the rate counts
+    every row predicted by every thread. Thread counts are interleaved over
+    ``repeats`` rounds and the median kept.
+
+    Parameters
+    ----------
+    config : dict
+        ``n_train``, ``n_infer``, ``calls``, ``repeats``, ``threads``.
+    log : callable
+        Progress printer.
+
+    Returns
+    -------
+    list of dict
+        One row per estimator and number of threads.
+    """
+    X, y = make_sorting(config["n_train"], 8, random_state=0)
+    pointer = PointerNetworkOrderer(hidden_size=64, epochs=1, random_state=0).fit(X, y)
+    X_points = X[: config["n_infer"]]
+    strings, reversed_strings = make_transduction(
+        "reversal", config["n_train"], min_length=1, max_length=10, random_state=0
+    )
+    transducer = _transducer_class()(epochs=1, n_init=1, random_state=0)
+    transducer.fit(strings, reversed_strings)
+    X_strings = strings[: config["n_infer"]]
+    estimators = {
+        "PointerNetworkOrderer (sort-8, hidden 64), predict": lambda: pointer.predict(X_points),
+        "NeuralStackTransducer (reversal 1-10), predict": lambda: transducer.predict(X_strings),
+    }
+    rows = []
+    for name, predict in estimators.items():
+        predict()  # compiles the decoder
+        rates = {n: [] for n in config["threads"]}
+        for _ in range(config["repeats"]):
+            for n_threads in config["threads"]:
+                rates[n_threads].append(
+                    _threaded_rate(predict, config["n_infer"], n_threads, config["calls"])
+                )
+        one = float(np.median(rates[config["threads"][0]]))
+        for n_threads, measured in rates.items():
+            rate = float(np.median(measured))
+            rows.append(
+                {
+                    "backend": keras.backend.backend(),
+                    "estimator": name,
+                    "threads": n_threads,
+                    "rows_per_s": rate,
+                    "vs_one_thread": rate / one,
+                    "rates": measured,
+                }
+            )
+            log(f"{name}, {n_threads} threads: {rate:,.0f} rows/s (x{rate / one:.2f})")
+    return rows
 
 
 #: Share of test inputs on which one and two devices must predict the same output:

@@ -20,7 +20,6 @@ import logging
 import os
 import signal
 import threading
-import weakref
 
 import keras
 import numpy as np
@@ -207,21 +206,23 @@ class NetworkWrapper(keras.Model):
         self.built = bool(network.built)
 
 
-# Per inference model, its compiled JAX function (kept while the model lives).
-_JAX_INFERENCE = weakref.WeakKeyDictionary()
+_JAX_INFERENCE_ATTRIBUTE = "_skptr_jax_inference"
 _JAX_INFERENCE_LOCK = threading.Lock()
 
 
 def _jax_inference_function(model):
+    """The model's compiled JAX function, kept by the model itself (past Keras'
+    attribute tracking) so that it lives and dies with it."""
     with _JAX_INFERENCE_LOCK:
-        function = _JAX_INFERENCE.get(model)
+        function = vars(model).get(_JAX_INFERENCE_ATTRIBUTE)
         if function is None:
             import jax
 
             def infer(trainable, non_trainable, inputs):
                 return model.stateless_call(trainable, non_trainable, inputs)[0]
 
-            function = _JAX_INFERENCE[model] = jax.jit(infer)
+            function = jax.jit(infer)
+            object.__setattr__(model, _JAX_INFERENCE_ATTRIBUTE, function)
         return function
 
 
@@ -405,18 +406,18 @@ _interrupt_pending = threading.Event()
 
 @contextlib.contextmanager
 def interrupts_between_steps():
-    """On JAX, hold a Ctrl+C that arrives inside the block until a training step ends.
+    """Hold a Ctrl+C that arrives inside the block until a training step ends.
 
     An interrupt that lands while XLA compiles a step leaves JAX's compilation state
-    broken (the process can crash when it exits), so in the main thread the first
-    SIGINT only marks an interrupt as pending: :class:`RaisePendingInterrupt` raises it
+    broken (the process can crash when it exits), and one that lands while TensorFlow
+    traces a step can be lost in the tracing; so in the main thread the first SIGINT
+    only marks an interrupt as pending: :class:`RaisePendingInterrupt` raises it
     between steps, and leaving the block raises it if no step ended since. A second
-    Ctrl+C interrupts at once. Does nothing on TensorFlow, in other threads, or when
-    the program installed a SIGINT handler of its own.
+    Ctrl+C interrupts at once. Does nothing in other threads, or when the program
+    installed a SIGINT handler of its own.
     """
     if (
-        keras.backend.backend() != "jax"
-        or threading.current_thread() is not threading.main_thread()
+        threading.current_thread() is not threading.main_thread()
         or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
     ):
         yield

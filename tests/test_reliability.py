@@ -6,8 +6,6 @@ Each case names what used to go wrong; the file-format cases live in
 
 import gc
 import random
-import subprocess
-import sys
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 
@@ -305,11 +303,3 @@ def test_fit_and_predict_with_verbose_zero_print_nothing(capfd):
     transducer.memory_trace(sources[:3])
     out, err = capfd.readouterr()
     assert out == "" and err == ""
-
-
-def test_command_line_starts_the_backend_without_noise():
-    code = "from skptr.__main__ import import_backend_quietly; import_backend_quietly()"
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
-    )
-    assert result.stderr == ""

@@ -156,7 +156,7 @@ NeuralStackTransducer(hidden_size=8, epochs=1, n_init=2).fit(strings, strings).p
 )
 @pytest.mark.parametrize(
     ("backend", "first_import"),
-    [("tensorflow", "none"), ("jax", "none"), ("jax", "keras"), ("jax", "tensorflow")],
+    [("tensorflow", "none"), ("jax", "tensorflow")],
 )
 def test_fit_predict_save_and_load_print_nothing(backend, first_import, tmp_path):
     env = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
