@@ -306,8 +306,7 @@ class SequenceEstimatorBase(BaseEstimator):
         """Train the network on sequences ``X`` with targets ``y``.
 
         The fit is transactional: if it fails (bad data, a callback raising, a
-        ``KeyboardInterrupt``, a loss that becomes NaN), the estimator is left exactly
-        as it was before the call.
+        ``KeyboardInterrupt``, a NaN loss), the estimator is left as it was.
 
         Parameters
         ----------
@@ -324,8 +323,7 @@ class SequenceEstimatorBase(BaseEstimator):
         Raises
         ------
         ValueError
-            On invalid hyperparameters or data, or when the training loss or the
-            weights become NaN or infinite.
+            On invalid hyperparameters or data, or a NaN or infinite loss or weights.
         MemoryError
             When the network or a batch does not fit in memory.
         """
@@ -338,8 +336,7 @@ class SequenceEstimatorBase(BaseEstimator):
         if warm:
             _params.check_warm_start(self)
         seeds = SeedStream(draw_seed(self.random_state))
-        # A warm fit trains the fitted network in place: inference calls of other
-        # threads finish before it starts, and wait until it ends.
+        # A warm fit trains the network in place, apart from other threads' inference.
         with _inference.network_lock(self.network_).writing() if warm else nullcontext():
             snapshot = NetworkState(self.network_) if warm else None
             try:
