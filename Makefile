@@ -45,7 +45,7 @@ JAX_TESTS ?= tests/test_pointer_estimator.py tests/test_pointer_network.py \
 	tests/test_load_validation.py tests/test_limits_and_persistence.py \
 	tests/test_model_selection.py tests/test_reliability.py \
 	tests/test_backends.py tests/test_sklearn_contract.py tests/test_preprocessing.py \
-	tests/test_metrics.py tests/test_plotting.py tests/test_precision.py \
+	tests/test_precision.py \
 	tests/test_pointer_batches.py tests/test_memory_batches.py \
 	tests/test_properties_files.py tests/test_saving.py tests/test_threads.py
 

@@ -543,6 +543,9 @@ def test_gate_noise_starts_after_its_share_of_the_epochs(reversal_data):
     )
 
 
+@pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow", reason="backend-independent; runs once"
+)
 def test_grid_search_on_strings():
     X, y = make_transduction(
         "copy", n_samples=60, min_length=1, max_length=4, vocab_size=2, random_state=0

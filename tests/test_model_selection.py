@@ -3,6 +3,7 @@
 import time
 
 import joblib
+import keras
 import numpy as np
 import pytest
 from sklearn.metrics import make_scorer
@@ -22,6 +23,13 @@ from skptr.preprocessing import SequenceScaler
 
 TINY = {"epochs": 1, "batch_size": 64, "random_state": 0}
 
+# scikit-learn's plumbing (pipelines, dask, randomized searches, cross_validate) does not
+# depend on the backend: those tests run once, with make test; on JAX the searches in
+# worker processes run, where each process starts the backend and compiles its own.
+_TENSORFLOW_ONLY = pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow", reason="backend-independent; runs once"
+)
+
 
 @pytest.fixture(scope="module")
 def data():
@@ -40,6 +48,7 @@ def test_pipeline_with_scaler_fits_predicts_and_scores(data):
     assert pipeline[-1].n_features_in_ == 1
 
 
+@_TENSORFLOW_ONLY
 def test_grid_search_on_a_pipeline_and_cross_val_score(data):
     X, y = data
     pipeline = make_pipeline(SequenceScaler(), PointerNetworkOrderer(**TINY))
@@ -70,6 +79,12 @@ def test_searches_with_two_worker_processes_and_a_custom_scorer(data):
     np.testing.assert_allclose(
         grid.cv_results_["mean_test_score"], in_process.cv_results_["mean_test_score"]
     )
+
+
+@_TENSORFLOW_ONLY
+def test_randomized_search_and_cross_validate_in_worker_processes(data):
+    X, y = data
+    scorer = make_scorer(sequence_accuracy)
     randomized = RandomizedSearchCV(
         PointerNetworkOrderer(**TINY),
         {"hidden_size": [4, 8, 16], "cell": ["lstm", "gru"]},
@@ -91,6 +106,7 @@ def test_searches_with_two_worker_processes_and_a_custom_scorer(data):
     assert set(results) >= {"test_position", "test_sequence", "fit_time"}
 
 
+@_TENSORFLOW_ONLY
 def test_grid_search_on_a_dask_cluster(data):
     distributed = pytest.importorskip("distributed")
     X, y = data
@@ -119,6 +135,7 @@ def test_gpu_memory_growth_is_safe_without_gpus(monkeypatch):
     assert enable_gpu_memory_growth() == []
 
 
+@_TENSORFLOW_ONLY
 def test_transducer_on_text_in_pipelines_and_parallel_searches():
     from skptr import NeuralStackTransducer
     from skptr.datasets import make_transduction

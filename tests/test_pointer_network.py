@@ -102,7 +102,8 @@ def _check_valid(orderings, lengths, allow_end):
             assert n_real == length, row
 
 
-@settings(max_examples=12, deadline=None)
+# JAX compiles a decoder per new shape: half the examples there, as the properties do.
+@settings(max_examples=12 if keras.backend.backend() == "tensorflow" else 6, deadline=None)
 @given(
     lengths=st.lists(st.integers(1, 7), min_size=1, max_size=5),
     allow_end=st.booleans(),
