@@ -73,7 +73,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks $(ARGS)
 	$(BIN)/python -m benchmarks --backend jax --only $(SPEED_SECTIONS) $(ARGS)
 
-SPEED_SECTIONS := pointer_vs_torch pointer_speed transducer_speed sklearn_overhead two_devices
+SPEED_SECTIONS := pointer_vs_torch pointer_speed transducer_speed sklearn_overhead predict_threads two_devices
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache
