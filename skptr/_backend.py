@@ -206,24 +206,36 @@ class NetworkWrapper(keras.Model):
         self.built = bool(network.built)
 
 
-_JAX_INFERENCE_ATTRIBUTE = "_skptr_jax_inference"
-_JAX_INFERENCE_LOCK = threading.Lock()
+_ATTACHING = threading.RLock()
+
+
+def attached(owner, name, make):
+    """The object ``owner`` keeps under ``name``, made by ``make()`` on first use.
+
+    It is set past Keras' attribute tracking (it is not a layer or variable of a
+    model), so it lives and dies with its owner and never reaches a saved file; made
+    under a lock, so threads asking at once share one.
+    """
+    with _ATTACHING:
+        value = vars(owner).get(name)
+        if value is None:
+            value = make()
+            object.__setattr__(owner, name, value)
+        return value
 
 
 def _jax_inference_function(model):
-    """The model's compiled JAX function, kept by the model itself (past Keras'
-    attribute tracking) so that it lives and dies with it."""
-    with _JAX_INFERENCE_LOCK:
-        function = vars(model).get(_JAX_INFERENCE_ATTRIBUTE)
-        if function is None:
-            import jax
+    """The model's compiled JAX inference function (see :func:`predict_on_batch`)."""
 
-            def infer(trainable, non_trainable, inputs):
-                return model.stateless_call(trainable, non_trainable, inputs)[0]
+    def make():
+        import jax
 
-            function = jax.jit(infer)
-            object.__setattr__(model, _JAX_INFERENCE_ATTRIBUTE, function)
-        return function
+        def infer(trainable, non_trainable, inputs):
+            return model.stateless_call(trainable, non_trainable, inputs)[0]
+
+        return jax.jit(infer)
+
+    return attached(model, "_skptr_jax_inference", make)
 
 
 def predict_on_batch(model, inputs):

@@ -11,6 +11,7 @@ import contextlib
 import threading
 import weakref
 
+from ._backend import attached
 from ._devices import held_in_this_process
 from ._precision import dtype_policy_scope
 from ._training import compile_policy
@@ -18,9 +19,8 @@ from ._training import compile_policy
 __all__ = ["inference_model", "inference_models", "inference_network", "network_lock"]
 
 _INFERENCE_MODELS_ATTRIBUTE = "_skptr_inference_models"
-_LOCK_ATTRIBUTE = "_skptr_lock"
-# Guards the creation of each network's lock and the building of inference models.
-_CREATION = threading.RLock()
+# Guards the building of inference models.
+_BUILDING = threading.Lock()
 
 # A copy on this process's own device of each network trained over several processes,
 # which inference runs on.
@@ -73,14 +73,8 @@ class NetworkLock:
 
 
 def network_lock(network):
-    """The :class:`NetworkLock` of ``network``, kept by the network (as its inference
-    models are; see :func:`inference_models`)."""
-    with _CREATION:
-        lock = vars(network).get(_LOCK_ATTRIBUTE)
-        if lock is None:
-            lock = NetworkLock()
-            object.__setattr__(network, _LOCK_ATTRIBUTE, lock)
-        return lock
+    """The :class:`NetworkLock` of ``network``, kept by the network."""
+    return attached(network, "_skptr_lock", NetworkLock)
 
 
 def inference_models(network):
@@ -92,13 +86,7 @@ def inference_models(network):
     network, and its models, alive after its estimator is gone. Saving writes a new
     network (:func:`skptr._persistence.save`), so they never reach a file.
     """
-    with _CREATION:
-        models = vars(network).get(_INFERENCE_MODELS_ATTRIBUTE)
-        if models is None:
-            models = {}
-            # Past Keras' attribute tracking: the models are not layers of the network.
-            object.__setattr__(network, _INFERENCE_MODELS_ATTRIBUTE, models)
-        return models
+    return attached(network, _INFERENCE_MODELS_ATTRIBUTE, dict)
 
 
 def inference_network(estimator):
@@ -134,7 +122,7 @@ def inference_model(estimator, key, build, n_rows=0, length=1):
     """
     jit = compile_policy().inference_jit(estimator._jit_inference, n_rows, length)
     network = inference_network(estimator)
-    with _CREATION:  # threads predicting at once build each model once
+    with _BUILDING:  # threads predicting at once build each model once
         models = inference_models(network)
         if (key, jit) not in models:
             policy = estimator.network_params_.get("dtype_policy")
