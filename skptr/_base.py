@@ -82,49 +82,12 @@ class SequenceEstimatorBase(BaseEstimator):
     """Base class for scikit-learn estimators backed by a Keras network.
 
     Subclasses list their own hyperparameters in ``__init__`` and extend
-    ``_parameter_constraints``; the training-loop hyperparameters below are shared.
-
-    Parameters
-    ----------
-    epochs : int
-        Number of passes over the training data.
-    batch_size : int
-        Number of sequences per gradient step.
-    learning_rate : float
-        Step size of the Adam optimiser.
-    clipnorm : float or None
-        Gradients are rescaled so that their norm is at most this value.
-    validation_fraction : float
-        Share of the training data held out to compute ``val_loss`` after each epoch
-        (0 disables it).
-    early_stopping : bool
-        Stop when the monitored loss (``val_loss`` if there is a validation split,
-        otherwise ``loss``) has not improved for ``n_iter_no_change`` epochs, and
-        restore the weights of the best epoch.
-    n_iter_no_change : int
-        Patience of early stopping, in epochs.
-    random_state : int, RandomState instance or None
-        Seeds weight initialisation, dropout, shuffling and the validation split.
-        With an int, repeated fits on CPU give identical models, also when they run
-        concurrently in threads, and the caller's Python, NumPy and backend random
-        states are left untouched. With ``None`` (or a ``RandomState`` instance) each
-        fit draws its seed from NumPy's global generator (or from that instance), as
-        scikit-learn estimators do.
-    verbose : int
-        0 prints nothing, 1 shows a Keras progress bar, 2 one line per epoch.
-    warm_start : bool
-        When true, a second ``fit`` continues training the fitted network (and
-        appends to ``history_``) instead of building a new one.
-    callbacks : list of keras.callbacks.Callback or None
-        Extra Keras callbacks passed to ``fit``.
-    devices : None, "all", keras.distribution.DataParallel or tf.distribute.Strategy
-        Where training and inference run (see :mod:`skptr._devices`): one device, every
-        device of the backend (of every process of a JAX multi-process runtime), or the
-        backend's distribution or strategy object, with each
-        batch split over its replicas.
-    dtype_policy : {"float32", "mixed_bfloat16", "mixed_float16"} or None
-        The Keras dtype policy the network is built with (see :mod:`skptr._precision`);
-        None: Keras' global policy when ``fit`` starts.
+    ``_parameter_constraints``; the training-loop hyperparameters constrained below
+    (``epochs`` to ``dtype_policy``) are shared, and documented by each subclass. With
+    an int ``random_state``, repeated fits on CPU give identical models, also when they
+    run concurrently in threads, and the caller's Python, NumPy and backend random
+    states are left untouched; with ``None`` or a ``RandomState``, each fit draws its
+    seed from NumPy's global generator or that instance, as scikit-learn's do.
     """
 
     _parameter_constraints: ClassVar[dict] = {
@@ -191,6 +154,9 @@ class SequenceEstimatorBase(BaseEstimator):
     #: Network hyperparameters added after fits were first saved, with the values that
     #: build the networks of files and pickles written before they existed.
     _network_params_before: ClassVar[dict] = {"dtype_policy": "float32"}
+    #: Hyperparameters (or ``network_params_``) of a file or pickle written by an
+    #: earlier version, in today's terms (a copy).
+    _params_saved_before = staticmethod(dict)
 
     def _weight_count(self):  # pragma: no cover - abstract
         """Estimated number of the network's weights (see :mod:`skptr._limits`)."""
@@ -458,7 +424,9 @@ class SequenceEstimatorBase(BaseEstimator):
         return state
 
     def __setstate__(self, state):
-        state = dict(state)
+        state = self._params_saved_before(state)
+        if isinstance(state.get("network_params_"), dict):
+            state["network_params_"] = self._params_saved_before(state["network_params_"])
         weights = state.pop("_network_weights", None)
         # Pickled before some hyperparameters existed: the values that build the network
         # of that time.

@@ -152,7 +152,7 @@ class TransducerCodec:
         targets : list of ndarray of int32
             Output token ids of each target.
         """
-        streams, labels, lengths = data
+        streams, labels, lengths = data[:3]
         sources, targets = [], []
         for stream, label, n in zip(streams, labels, lengths, strict=True):
             n_target = int(np.flatnonzero(label[n:] == 0)[0])

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import math
+
 import keras
 import numpy as np
 
 from .._batches import LengthGroupedBatches, ShuffledBatches
+from ._codec import TransducerCodec
 
-__all__ = ["CurriculumBatches", "GateNoiseFrom", "StalledStartWatch"]
+__all__ = [
+    "CurriculumBatches",
+    "GateNoiseFrom",
+    "StalledStartWatch",
+    "gate_noise_schedule",
+    "training_batches",
+]
 
 # The mean per-token training loss under which longer sequences are admitted, the
 # number of epochs after which they are admitted anyway, and the number of stages.
@@ -22,6 +31,22 @@ STALLED_SHARE = 0.5
 # many steps: each new shape costs a trace or compile of the training step, which on
 # short streams costs more than the padding it saves.
 MIN_CUT_STEPS = 64
+
+
+def training_batches(estimator, data, batch_size, seed):
+    """The batches of a transducer's fit: :class:`CurriculumBatches` of its samples."""
+    extents = TransducerCodec.training_extents(data)
+    return CurriculumBatches(
+        data, batch_size, seed, curriculum=estimator.curriculum, extents=extents
+    )
+
+
+def gate_noise_schedule(estimator, network, epochs_done):
+    """The callbacks that switch a fit's gate noise on (none without gate noise)."""
+    if getattr(network.controller, "gate_noise_scale", None) is None:
+        return []
+    first_noisy = math.ceil(estimator.gate_noise_start_ * estimator.epochs) - epochs_done
+    return [GateNoiseFrom(max(first_noisy, 0))]
 
 
 class CurriculumBatches(LengthGroupedBatches):

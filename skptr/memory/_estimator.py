@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from numbers import Integral, Real
 from typing import ClassVar
 
@@ -15,7 +14,7 @@ from .._sequences import check_token_sequences
 from ..metrics import _checked_fine_accuracy
 from . import _sizes
 from ._codec import TransducerCodec
-from ._curriculum import CurriculumBatches, GateNoiseFrom
+from ._curriculum import gate_noise_schedule, training_batches
 from ._inference import MAX_TRACE_STEPS, checked_max_steps, decode, memory_traces
 from ._network import TokenCrossentropy, TransducerNetwork
 from ._search import network_settings, search
@@ -68,56 +67,45 @@ class NeuralStackTransducer(SequenceEstimatorBase):
     memory_width : int, default=32
         Width of the vectors pushed onto the memory.
     pop_bias : float, default=-1.0
-        Initial bias of the pop strength before its sigmoid (the paper's appendix B
-        sets it to -1 so that young controllers do not empty their memory).
+        Initial bias of the pop strength before its sigmoid; negative, so that young
+        controllers do not empty their memory.
     push_bias : float or "auto", default="auto"
-        Initial bias of the push strength before its sigmoid, at every end of the
-        memory. ``"auto"`` is 0.0, except -1.5 at the deque's bottom end, so that a
-        young deque can learn to serve as a queue.
+        Initial bias of the push strength before its sigmoid. ``"auto"``: 0.0, but
+        -1.5 at the deque's bottom end, so that a young deque can serve as a queue.
     state_bptt_steps : int, "auto" or None, default="auto"
-        How many steps back gradients flow through the controller's own recurrent
-        state (``None``: all); gradients through the memory are never truncated. Small
-        values make the network generalise to longer inputs. ``"auto"``: ``None``
-        without a memory, else 0, alternating with ``None`` after a stalled
-        initialisation (see :ref:`memory_auto`). Set a longer truncation for tasks in
-        which the controller must hold a token for a step, such as bigram flip.
+        How many steps back gradients flow through the controller's own state
+        (``None``: all; never truncated through the memory). Small values generalise
+        to longer inputs; tasks in which the controller holds a token for a step
+        (bigram flip) need more. ``"auto"``: ``None`` without a memory, else 0,
+        alternating with ``None`` after a stalled initialisation (:ref:`memory_auto`).
     gate_noise : float, default=1.0
-        Standard deviation of Gaussian noise added to the push and pop logits in
-        training (never in ``predict``), from the epoch set by ``gate_noise_start``; it
-        drives the controller to push and pop whole items. 0 switches it off.
+        Standard deviation of Gaussian noise on the push and pop logits in training
+        only, which drives the controller to push and pop whole items; 0: none.
     gate_noise_start : float in [0, 1] or "auto", default="auto"
-        Share of the epochs trained without gate noise before it is switched on (0 for
-        duplication with the queue, 0.6 for reversal with the stack). ``"auto"`` tries
-        0.6 and, if no initialisation is exact, up to ``n_init`` more with 0 (see
-        :ref:`memory_auto`). A warm start counts the epochs of the earlier fits.
+        Share of the epochs trained before the gate noise starts (0 for duplication
+        with a queue, 0.6 for reversal with a stack; a warm start counts earlier
+        fits). ``"auto"``: 0.6, then up to ``n_init`` more with 0 if none is exact.
     reset_cell_state : bool or "auto", default="auto"
         LSTM controllers only: start every step from a zero cell state, which keeps the
         controller from drifting on long inputs when its state gets no gradient.
         ``"auto"``: true for an LSTM when ``state_bptt_steps`` resolves to 0.
     snap_gates : bool or "auto", default="auto"
         Whether ``predict`` and ``memory_trace`` round the push and pop strengths to 0
-        or 1, so that errors do not add up over long inputs. ``"auto"`` rounds unless
-        soft strengths predict the held-out samples better (see :ref:`memory_auto`).
-        Training always uses the soft strengths.
+        or 1, so that errors do not add up over long inputs (training never does).
+        ``"auto"`` rounds unless soft strengths predict the held-out samples better.
     n_init : int, default=8
-        Number of initialisations tried, as in scikit-learn's ``KMeans``. With more
-        than one, each is trained on 90 % of the samples and scored on the rest; the
-        first that predicts them all exactly is kept, else the best (see
-        :ref:`memory_auto`). Use ``n_init=1`` for one quick model, or for targets that
-        no memory expresses exactly.
+        Initialisations tried, as in ``KMeans``: with more than one, each trains on
+        90 % of the samples, and the first exact on the rest is kept, else the best
+        (:ref:`memory_auto`). 1: one quick model, or targets no memory expresses.
     curriculum : bool, default=True
-        Start training on the shortest sources and admit longer ones in stages as the
-        loss falls.
+        Train on the shortest sources first, admitting longer ones as the loss falls.
     handle_unknown : {"error", "ignore"}, default="error"
-        What ``predict`` does with an input token not seen in ``fit``: raise a
-        ``ValueError``, or map it to a reserved unknown token.
+        An input token unseen in ``fit`` raises, or is mapped to an unknown token.
     max_output_length : int or None, default=None
-        Maximum number of tokens ``predict`` produces per sequence. ``None`` allows
-        ``2 * r * n + 10`` tokens for a source of ``n`` tokens, ``r`` being the largest
-        target-to-source length ratio seen in ``fit``.
+        Most tokens ``predict`` produces per sequence; ``None``: ``2 * r * n + 10`` for
+        ``n`` source tokens, ``r`` the largest target-to-source length ratio in ``fit``.
     epochs : int, default=20
-        Passes over the training data (an epoch is ``ceil(n_samples / batch_size)``
-        gradient steps, also during a curriculum).
+        Passes over the training data, of ``ceil(n_samples / batch_size)`` steps each.
     batch_size : int, default=32
         Sequences per gradient step.
     learning_rate : float, default=0.01
@@ -141,37 +129,31 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         Extra Keras callbacks for training.
     devices : None, "all", keras.distribution.DataParallel or tf.distribute.Strategy, \
             default=None
-        Where training and inference run: one device as Keras places it (None),
-        data-parallel over every device of the backend (``"all"``), or the given
-        distribution or strategy. Each batch is split over the replicas, so
-        ``batch_size`` (a multiple of their number) stays the global batch size. See
-        :doc:`/user_guide/scaling_out`.
+        Where training and inference run: one device (None), data-parallel over every
+        device (``"all"``), or the given distribution; ``batch_size`` stays the global
+        batch size (see :doc:`/user_guide/scaling_out`).
     dtype_policy : {"float32", "mixed_bfloat16", "mixed_float16"} or None, default=None
-        The Keras dtype policy of the network: the mixed policies compute in 16-bit
-        floats with float32 weights, which GPUs run faster; the memory stays float32.
-        None: Keras' global policy when ``fit`` starts.
+        Keras dtype policy: the mixed ones compute in 16-bit floats, faster on GPUs
+        (the memory stays float32). None: Keras' global policy when ``fit`` starts.
 
     Attributes
     ----------
     network_ : keras.Model
         The trained network (teacher-forced training graph).
     network_params_ : dict
-        The hyperparameters the network was built with, which pickles and
-        :func:`skptr.load` rebuild it from.
+        The hyperparameters the network was built with (and is rebuilt from).
     input_vocabulary_ : ndarray of shape (n_input_tokens,), dtype object
         Source tokens seen in ``fit``, sorted when they can be compared.
     output_vocabulary_ : ndarray of shape (n_output_tokens,), dtype object
         Target tokens seen in ``fit``.
     history_ : dict of list of float
-        Per-epoch ``loss`` (mean cross-entropy per target token), ``val_loss`` with a
-        validation split, and ``max_length``, the longest source length admitted by the
-        curriculum.
+        Per-epoch ``loss`` (cross-entropy per target token), ``val_loss`` with a
+        validation split, and ``max_length``, the longest source the curriculum admits.
     n_iter_ : int
         Number of epochs trained.
     init_scores_ : ndarray of shape (n_initialisations_tried,)
-        Held-out fine accuracy of each initialisation tried by the last cold ``fit``,
-        in training order, NaN for those abandoned as stalled; empty when it trained
-        only one.
+        Held-out fine accuracy of each initialisation the last cold ``fit`` tried (NaN:
+        abandoned as stalled); empty when it trained one.
     snap_gates_, state_bptt_steps_, gate_noise_start_ : bool, int or None, float
         The values of ``snap_gates``, ``state_bptt_steps`` and ``gate_noise_start``
         that the kept network was trained and is used with.
@@ -183,11 +165,9 @@ class NeuralStackTransducer(SequenceEstimatorBase):
 
     Notes
     -----
-    Training uses teacher forcing: the network reads the source, the separator and the
-    true target, and the loss is the cross-entropy of each target token and of the end
-    token given everything before it (source tokens carry no loss). ``predict`` decodes
-    greedily, all sequences of a batch at once, in one compiled loop that stops when
-    every sequence has produced its end token.
+    Training uses teacher forcing: the loss is the cross-entropy of each true target
+    token and of the end token given everything before it. ``predict`` decodes
+    greedily, a batch at once, in one compiled loop.
 
     Examples
     --------
@@ -318,12 +298,6 @@ class NeuralStackTransducer(SequenceEstimatorBase):
 
     _params_saved_before = staticmethod(_params_in_todays_terms)
 
-    def __setstate__(self, state):
-        state = _params_in_todays_terms(state)
-        if isinstance(state.get("network_params_"), dict):
-            state["network_params_"] = _params_in_todays_terms(state["network_params_"])
-        super().__setstate__(state)
-
     # ------------------------------------------------------------ base hooks
     def _prepare_training_data(self, X, y, reset):
         if not reset:
@@ -335,13 +309,6 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         network = TransducerNetwork(
             n_input_tokens=len(self.input_vocabulary_),
             n_output_tokens=len(self.output_vocabulary_),
-            memory=self.memory,
-            cell=self.cell,
-            hidden_size=self.hidden_size,
-            embedding_dim=self.embedding_dim,
-            memory_width=self.memory_width,
-            pop_bias=self.pop_bias,
-            state_bptt_steps=self.state_bptt_steps_,
             seed=seed,
             **network_settings(self.get_params(), self.state_bptt_steps_),
         )
@@ -351,11 +318,10 @@ class NeuralStackTransducer(SequenceEstimatorBase):
     def _loss(self):
         return TokenCrossentropy()
 
-    def _weight_count(self):
-        return _sizes.weight_count(self)
-
-    def _activation_count(self, n_rows, n_steps):
-        return _sizes.activation_count(self, n_rows, n_steps)
+    _weight_count = _sizes.weight_count
+    _activation_count = _sizes.activation_count
+    _training_batches = training_batches
+    _schedule_callbacks = gate_noise_schedule
 
     _jit_training = True
     _jit_inference = True
@@ -364,43 +330,13 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         if warm:
             return super()._fit_network(data, encoding, warm, seeds)
         view = self._with_fitted({**encoding, "network_params_": self._current_network_params()})
-        kept, init_scores = search(view, data, seeds)
-        return {
-            **encoding,
-            "network_params_": kept.network_params,
-            "network_": kept.state.network,
-            "history_": kept.history,
-            "n_iter_": len(kept.history.get("loss", [])),
-            "state_bptt_steps_": kept.run.state_bptt_steps,
-            "gate_noise_start_": kept.run.gate_noise_start,
-            "snap_gates_": kept.snap,
-            "init_scores_": init_scores,
-        }
-
-    def _schedule_callbacks(self, network, epochs_done):
-        if getattr(network.controller, "gate_noise_scale", None) is None:
-            return []
-        first_noisy = math.ceil(self.gate_noise_start_ * self.epochs) - epochs_done
-        return [GateNoiseFrom(max(first_noisy, 0))]
-
-    def _training_batches(self, data, batch_size, seed):
-        return CurriculumBatches(
-            data,
-            batch_size,
-            seed,
-            curriculum=self.curriculum,
-            extents=TransducerCodec.training_extents(data),
-        )
+        return {**encoding, **search(view, data, seeds)}
 
     # ------------------------------------------------------------- inference
     def _sources(self, X):
         self._check_fitted()
         codec = TransducerCodec.of(self)
         return codec, *codec.sources(X, handle_unknown=self.handle_unknown)
-
-    def _decode(self, codec, source_ids):
-        """Greedy decoding; returns the output token ids of each sample."""
-        return decode(self, codec, source_ids)
 
     @inference_method
     def predict(self, X):
@@ -418,7 +354,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
             (strings for string targets, tuples for tuples, ...).
         """
         codec, _, source_ids = self._sources(X)
-        return codec.decode(self._decode(codec, source_ids))
+        return codec.decode(decode(self, codec, source_ids))
 
     @inference_method
     def score(self, X, y):
@@ -443,7 +379,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
             raise ValueError(
                 f"X and y have different numbers of samples: {len(source_ids)} and {len(targets)}."
             )
-        predictions = [codec.tokens(ids) for ids in self._decode(codec, source_ids)]
+        predictions = [codec.tokens(ids) for ids in decode(self, codec, source_ids)]
         return _checked_fine_accuracy(targets, predictions)
 
     @inference_method
@@ -469,20 +405,18 @@ class NeuralStackTransducer(SequenceEstimatorBase):
             One dict per sample with keys
 
             - ``"source"``, ``"output"``: the input tokens and the predicted tokens;
-            - ``"push"``, ``"pop"``: arrays of shape (n_steps, n_ends), the push and pop
-              strengths at every step (one column for a stack or queue; top then bottom
-              for a deque);
-            - ``"strengths"``: array of shape (n_steps, n_slots), the strength of every
-              memory slot after every step, slots ordered from the bottom (oldest end)
-              to the top; slot ``t`` holds the vector pushed at step ``t`` (for the
-              deque, the first half holds the bottom pushes, latest first, the second
-              half the top pushes);
+            - ``"push"``, ``"pop"``: arrays of shape (n_steps, n_ends), the strengths
+              at every step (one column; a deque's: top, then bottom);
+            - ``"strengths"``: array of shape (n_steps, n_slots), each slot's strength
+              after every step, from the bottom (oldest) up; slot ``t`` holds the
+              vector pushed at step ``t`` (a deque: the bottom pushes, latest first,
+              then the top pushes);
             - ``"read"``: array of shape (n_steps, n_ends * memory_width), the read
               vector after every step.
 
-            Steps are the source tokens, the separator, and the predicted tokens fed
-            back: step ``len(source) + j`` produces output token ``j`` (the end token
-            for ``j = len(output)``), so ``n_steps = len(source) + len(output) + 1``.
+            Steps are the source, the separator and the predicted tokens fed back:
+            step ``len(source) + j`` produces output token ``j`` (the end token for
+            ``j = len(output)``).
 
         Raises
         ------

@@ -24,6 +24,7 @@ from .._training import NetworkState, check_fit, train
 from ..metrics import _checked_fine_accuracy
 from ._codec import TransducerCodec
 from ._curriculum import StalledStartWatch
+from ._inference import decode
 
 __all__ = [
     "Outcome",
@@ -48,6 +49,10 @@ AUTO_DEQUE_BOTTOM_PUSH_BIAS = -1.5
 #: With ``n_init > 1``, the share of the training samples held out to compare the runs
 #: (rounded down: fits of fewer than 10 samples train one run on every sample).
 SELECTION_FRACTION = 0.1
+
+
+#: The hyperparameters a network takes as they are.
+_ARCHITECTURE = ("memory", "cell", "hidden_size", "embedding_dim", "memory_width", "pop_bias")
 
 
 @dataclass(frozen=True)
@@ -142,13 +147,17 @@ def network_settings(params, bptt_steps):
     Returns
     -------
     dict
-        ``push_bias``, ``gate_noise`` and ``reset_cell_state`` (``"auto"``: true for an
-        LSTM whose state gets no gradient from earlier steps, ``bptt_steps == 0``).
+        The arguments of :class:`~skptr.memory._network.TransducerNetwork` that come
+        from the hyperparameters, resolved: ``push_bias``, ``gate_noise`` and
+        ``reset_cell_state`` (``"auto"``: true for an LSTM whose state gets no gradient
+        from earlier steps, ``bptt_steps == 0``) among them.
     """
     reset = params["reset_cell_state"]
     if reset == "auto":
         reset = params["cell"] == "lstm" and bptt_steps == 0
     return {
+        **{name: params[name] for name in _ARCHITECTURE},
+        "state_bptt_steps": bptt_steps,
         "push_bias": _push_bias(params),
         "gate_noise": float(params["gate_noise"]),
         "reset_cell_state": bool(reset),
@@ -244,7 +253,7 @@ class Trainer:
 def _held_out_score(view, codec, sources, targets, snap):
     """Fine accuracy of greedy predictions on the held-out samples."""
     view.snap_gates_ = snap
-    predictions = view._decode(codec, sources)
+    predictions = decode(view, codec, sources)
     return _checked_fine_accuracy(targets, [p.tolist() for p in predictions])
 
 
@@ -299,7 +308,8 @@ def train_run(estimator, trainer, data, run, seeds, settings, held_out=None, wat
 
 
 def search(estimator, data, seeds):
-    """Train the initialisations of a new fit and return the one kept.
+    """Train the initialisations of a new fit and return the fitted attributes of the
+    one kept.
 
     With one run (``n_init=1``, or fewer than 10 samples) it trains on every sample
     with the fit's own seeds. Otherwise the runs train on all but the held-out
@@ -319,16 +329,17 @@ def search(estimator, data, seeds):
 
     Returns
     -------
-    kept : Outcome
-        The run kept; its network (``kept.state.network``) is in its state.
-    init_scores : ndarray of shape (n_runs_tried,)
-        Held-out score of each run tried, rounded strengths (NaN: stalled); empty
-        with one run.
+    dict
+        ``network_params_``, ``network_`` (in the kept run's state), ``history_``,
+        ``n_iter_``, the resolved ``state_bptt_steps_``, ``gate_noise_start_`` and
+        ``snap_gates_``, and ``init_scores_``: the held-out score of each run tried,
+        rounded strengths (NaN: stalled), empty with one run.
     """
     settings = resolve_settings(estimator.get_params(), len(data.lengths))
     if settings.n_held_out == 0:
         run = Run(0, settings.first_bptt_steps, settings.noise_starts[0])
-        return train_run(estimator, Trainer(), data, run, seeds, settings), np.empty(0)
+        kept = train_run(estimator, Trainer(), data, run, seeds, settings)
+        return _fitted_attributes(kept, np.empty(0))
     training, held_out = held_out_split(data, settings.n_held_out, seeds.next())
     best, scores, stalled, trainers = None, [], [], {}
     steps = settings.first_bptt_steps
@@ -354,4 +365,17 @@ def search(estimator, data, seeds):
             estimator, trainer, training, run, SeedStream(run.seed), settings, held_out
         )
     best.state.restore()
-    return best, np.array(scores)
+    return _fitted_attributes(best, np.array(scores))
+
+
+def _fitted_attributes(kept, init_scores):
+    return {
+        "network_params_": kept.network_params,
+        "network_": kept.state.network,
+        "history_": kept.history,
+        "n_iter_": len(kept.history.get("loss", [])),
+        "state_bptt_steps_": kept.run.state_bptt_steps,
+        "gate_noise_start_": kept.run.gate_noise_start,
+        "snap_gates_": kept.snap,
+        "init_scores_": init_scores,
+    }
