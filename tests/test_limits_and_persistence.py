@@ -21,6 +21,7 @@ import joblib
 import numpy as np
 import pytest
 from _files import METADATA, NETWORK, members, set_network_params, tampered
+from _marks import once
 from _tasks import reversal as _reversal
 from _tasks import sorting as _sorting
 from sklearn.utils._param_validation import InvalidParameterError
@@ -30,7 +31,7 @@ import skptr._limits
 from skptr import NeuralStackTransducer, PointerNetworkOrderer
 from skptr.memory import _estimator as transducer_module
 from skptr.pointer import _codec as pointer_codec_module
-from skptr.pointer._sizes import count_orderings
+from skptr.pointer._sizes import beams, count_orderings
 from skptr.preprocessing import TextTokenizer
 
 POINTER = {"hidden_size": 8, "epochs": 1, "batch_size": 16, "random_state": 0}
@@ -82,6 +83,7 @@ def test_transducer_changed_after_fit_survives_pickles_and_files(transducer, tmp
         assert len(loaded.memory_trace(X[:1])) == 1
 
 
+@once
 def test_a_refit_uses_the_new_parameters(orderer):
     estimator, X = orderer
     refitted = _copy(estimator).set_params(hidden_size=4).fit(X, np.argsort(X, axis=1))
@@ -218,7 +220,7 @@ def test_beam_width_is_capped_at_the_number_of_orderings(orderer):
     beam = _copy(estimator).set_params(decode="beam", beam_width=6)  # 3! orderings
     exact = beam.predict(X), beam.predict_proba(X)
     wide = beam.set_params(beam_width=10**6)
-    assert wide._beams(3) == 6
+    assert beams(wide.decode, wide.beam_width, 3, wide.ordered_subsets_) == 6
     np.testing.assert_array_equal(wide.predict(X), exact[0])
     np.testing.assert_allclose(wide.predict_proba(X), exact[1], atol=1e-6)
 
@@ -352,6 +354,7 @@ def hostile_files(orderer, tmp_path_factory):
 
 
 @pytest.mark.parametrize("member", [NETWORK, METADATA])
+@once
 def test_a_zeroed_gigabyte_member_is_refused_before_it_is_read(hostile_files, member):
     bomb, result = hostile_files[member]
     assert bomb.stat().st_size < 8 * 2**20
@@ -377,6 +380,7 @@ def test_a_file_declaring_a_huge_network_is_refused_before_building_it(
 
 
 # 4. Every value checked where it enters.
+@once
 def test_distinct_seeds_give_distinct_fits():
     X, y = _sorting(32)
     weights = {
@@ -513,6 +517,7 @@ def test_real_parameters_take_plain_numbers(params, message):
         PointerNetworkOrderer(**params).fit(X, y)
 
 
+@once
 def test_numpy_scalars_work_as_parameters(tmp_path):
     X, y = _sorting(32)
     estimator = PointerNetworkOrderer(
@@ -572,6 +577,7 @@ def test_metadata_with_a_repeated_key_is_refused(orderer, tmp_path):
         skptr.load(bad)
 
 
+@once
 def test_small_numpy_integer_types_do_not_overflow_the_estimates():
     X, y = _sorting(32)
     params = {"hidden_size": np.uint8(8), "batch_size": np.uint8(16), "n_glimpses": np.uint8(1)}
@@ -588,6 +594,7 @@ def test_small_numpy_integer_types_do_not_overflow_the_estimates():
         {"hidden_size": 8, "n_heads": 16},
     ],
 )
+@once
 def test_memory_estimates_bound_the_attention_encoders_weights(params):
     estimator = PointerNetworkOrderer(encoder="attention", **params)
     estimator.n_features_in_, estimator.ordered_subsets_ = 2, True

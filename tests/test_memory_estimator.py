@@ -8,6 +8,7 @@ import keras
 import numpy as np
 import pytest
 from _files import set_network_params, tampered
+from _marks import once
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
@@ -543,9 +544,7 @@ def test_gate_noise_starts_after_its_share_of_the_epochs(reversal_data):
     )
 
 
-@pytest.mark.skipif(
-    keras.backend.backend() != "tensorflow", reason="backend-independent; runs once"
-)
+@once
 def test_grid_search_on_strings():
     X, y = make_transduction(
         "copy", n_samples=60, min_length=1, max_length=4, vocab_size=2, random_state=0
@@ -569,7 +568,11 @@ def _strings(rng, task, n_samples, low, high):
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("task", "memory", "seed"),
-    [("reversal", "stack", 7), ("copy", "queue", 2), ("copy", "deque", 1)],
+    [
+        ("reversal", "stack", 7),
+        pytest.param("copy", "queue", 2, marks=once),
+        pytest.param("copy", "deque", 1, marks=once),
+    ],
 )
 def test_learns_the_algorithm_and_generalises_far(task, memory, seed):
     """Defaults; trained on lengths 1-10, tested up to 6 times as long (one seed per
@@ -593,6 +596,7 @@ def test_learns_the_algorithm_and_generalises_far(task, memory, seed):
         ("stack", -2.0, [-2.0]),
     ],
 )
+@once
 def test_push_bias_initialises_each_end(reversal_data, memory, push_bias, expected):
     X, y = reversal_data
     est = NeuralStackTransducer(

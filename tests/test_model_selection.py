@@ -3,9 +3,9 @@
 import time
 
 import joblib
-import keras
 import numpy as np
 import pytest
+from _marks import once
 from sklearn.metrics import make_scorer
 from sklearn.model_selection import (
     GridSearchCV,
@@ -23,13 +23,6 @@ from skptr.preprocessing import SequenceScaler
 
 TINY = {"epochs": 1, "batch_size": 64, "random_state": 0}
 
-# scikit-learn's plumbing (pipelines, dask, randomized searches, cross_validate) does not
-# depend on the backend: those tests run once, with make test; on JAX the searches in
-# worker processes run, where each process starts the backend and compiles its own.
-_TENSORFLOW_ONLY = pytest.mark.skipif(
-    keras.backend.backend() != "tensorflow", reason="backend-independent; runs once"
-)
-
 
 @pytest.fixture(scope="module")
 def data():
@@ -37,6 +30,7 @@ def data():
     return X * 100.0 + 50.0, y  # large offsets, which the scaler removes
 
 
+@once
 def test_pipeline_with_scaler_fits_predicts_and_scores(data):
     X, y = data
     pipeline = make_pipeline(SequenceScaler(), PointerNetworkOrderer(hidden_size=8, **TINY))
@@ -48,7 +42,7 @@ def test_pipeline_with_scaler_fits_predicts_and_scores(data):
     assert pipeline[-1].n_features_in_ == 1
 
 
-@_TENSORFLOW_ONLY
+@once
 def test_grid_search_on_a_pipeline_and_cross_val_score(data):
     X, y = data
     pipeline = make_pipeline(SequenceScaler(), PointerNetworkOrderer(**TINY))
@@ -60,6 +54,7 @@ def test_grid_search_on_a_pipeline_and_cross_val_score(data):
     assert scores.shape == (2,) and np.all((scores >= 0) & (scores <= 1))
 
 
+@once
 def test_searches_with_two_worker_processes_and_a_custom_scorer(data):
     X, y = data
     scorer = make_scorer(sequence_accuracy)
@@ -81,7 +76,7 @@ def test_searches_with_two_worker_processes_and_a_custom_scorer(data):
     )
 
 
-@_TENSORFLOW_ONLY
+@once
 def test_randomized_search_and_cross_validate_in_worker_processes(data):
     X, y = data
     scorer = make_scorer(sequence_accuracy)
@@ -106,7 +101,7 @@ def test_randomized_search_and_cross_validate_in_worker_processes(data):
     assert set(results) >= {"test_position", "test_sequence", "fit_time"}
 
 
-@_TENSORFLOW_ONLY
+@once
 def test_grid_search_on_a_dask_cluster(data):
     distributed = pytest.importorskip("distributed")
     X, y = data
@@ -135,7 +130,7 @@ def test_gpu_memory_growth_is_safe_without_gpus(monkeypatch):
     assert enable_gpu_memory_growth() == []
 
 
-@_TENSORFLOW_ONLY
+@once
 def test_transducer_on_text_in_pipelines_and_parallel_searches():
     from skptr import NeuralStackTransducer
     from skptr.datasets import make_transduction

@@ -8,6 +8,7 @@ import joblib
 import keras
 import numpy as np
 import pytest
+from _marks import once
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils._param_validation import InvalidParameterError
@@ -282,6 +283,7 @@ def test_bad_hyperparameters_raise_naming_them(tiny_data, param, value):
         PointerNetworkOrderer(**{**SMALL, param: value}).fit(X, y)
 
 
+@once
 def test_learns_convex_hull_far_above_chance():
     X, y = make_convex_hull(n_samples=4000, n_points=5, random_state=0)
     estimator = PointerNetworkOrderer(hidden_size=64, epochs=12, random_state=0)

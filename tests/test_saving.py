@@ -15,6 +15,7 @@ import keras
 import numpy as np
 import pandas as pd
 import pytest
+from _marks import once
 from _tasks import reversal, sorting
 
 import skptr
@@ -164,6 +165,7 @@ def test_save_refuses_a_read_only_file_and_leaves_it(orderer, tmp_path):
         (NeuralStackTransducer, lambda: reversal(40), {"memory": "queue"}),
     ],
 )
+@once
 def test_warm_start_after_changed_network_settings_refuses(make, data, changes):
     X, y = data()
     estimator = make(hidden_size=8, epochs=1, random_state=0, warm_start=True)

@@ -9,6 +9,7 @@ import copy
 import joblib
 import numpy as np
 import pytest
+from _marks import once
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
@@ -31,6 +32,7 @@ def fitted(data):
     return PointerNetworkOrderer(**PARAMS).fit(*data)
 
 
+@once
 def test_fit_returns_self_and_keeps_params(data):
     estimator = PointerNetworkOrderer(**PARAMS)
     before = copy.deepcopy(estimator.get_params())
@@ -58,6 +60,7 @@ def test_one_step_sequences(data):
         PointerNetworkOrderer(**PARAMS).fit(X, [[0], [1], [0]])
 
 
+@once
 def test_n_features_in_is_features_per_step(data, fitted):
     X, _ = data
     assert fitted.n_features_in_ == 1  # 2-D X: one number per step, whatever its length

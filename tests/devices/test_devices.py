@@ -240,6 +240,7 @@ json.dump(
 """
 
 
+@pytest.mark.skipif(BACKEND != "tensorflow", reason="backend-independent; runs once")
 def test_models_fitted_on_two_devices_load_in_a_one_device_process(tmp_path):
     X, y = _ragged_points(64, seed=6)
     orderer = PointerNetworkOrderer(
