@@ -47,7 +47,8 @@ JAX_TESTS ?= tests/test_pointer_estimator.py tests/test_pointer_network.py \
 	tests/test_backends.py tests/test_sklearn_contract.py tests/test_preprocessing.py \
 	tests/test_precision.py \
 	tests/test_pointer_batches.py tests/test_memory_batches.py \
-	tests/test_properties_files.py tests/test_saving.py tests/test_threads.py
+	tests/test_properties_files.py tests/test_saving.py tests/test_threads.py \
+	tests/test_pointer_cost.py
 
 test-jax: $(STAMP)
 	KERAS_BACKEND=jax $(PYTEST) --durations=15 $(JAX_TESTS)

@@ -41,7 +41,7 @@ def _skptr_and_torch(config, X, y):
         random_state=0,
     )
     est.fit(X, y)  # builds and traces the training step
-    (inputs, targets, _), _ = est._prepare_training_data(X, y, reset=False)
+    (inputs, targets, *_), _ = est._prepare_training_data(X, y, reset=False)
     reference = None
     if torch_available():
         reference = TorchProcess(

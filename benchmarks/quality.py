@@ -103,7 +103,7 @@ def sort8_curves(config, log):
     est.fit(X_train, y_train)
     curves["pointer"] = curve
 
-    (inputs, targets, _), _ = est._prepare_training_data(X_train, y_train, reset=False)
+    (inputs, targets, *_), _ = est._prepare_training_data(X_train, y_train, reset=False)
     for name, attention in (("lstm_seq2seq", False), ("attention_seq2seq", True)):
         model = build_reference(hidden, 8, 1, attention=attention)
         decoder = ReferenceGreedyDecoder(model, 8)

@@ -106,7 +106,7 @@ def pointer_speed(config, log):
             # The first fit builds the network and traces its training step (warm-up).
             with Stopwatch() as cold:
                 est.fit(X, y)
-            (inputs, targets, _), _ = est._prepare_training_data(X, y, reset=False)
+            (inputs, targets, *_), _ = est._prepare_training_data(X, y, reset=False)
             n_positions = inputs["values"].shape[1]
             n_classes = n_positions + int(est.ordered_subsets_)
             reference = build_reference(hidden, n_classes, est.n_features_in_)

@@ -30,6 +30,7 @@ __all__ = [
     "RaisePendingInterrupt",
     "check_backend",
     "enable_gpu_memory_growth",
+    "host_function",
     "interrupts_between_steps",
     "new_network_built",
     "out_of_memory_as_error",
@@ -104,6 +105,30 @@ def scan(body, carry, per_step):
         keep_going, step, (tf.constant(1), carry, buffers), maximum_iterations=n_steps - 1
     )
     return carry, tf.nest.map_structure(lambda b: b.stack(), buffers)
+
+
+def host_function(function, arguments):
+    """Call a NumPy function from inside a compiled graph, once per call of the graph.
+
+    ``function(*arrays)`` receives the ``arguments`` as NumPy arrays and returns a
+    float array with one number per row of the first argument; the result is a float32
+    tensor of that shape, with no gradient. On JAX this is ``jax.pure_callback``;
+    TensorFlow-specific: ``tf.numpy_function``, which runs in a graph but not under XLA
+    (an estimator whose fit calls it trains its steps as a graph there).
+    """
+
+    def on_host(*arrays):
+        return np.asarray(function(*map(np.asarray, arrays)), dtype=np.float32)
+
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        result = tf.numpy_function(on_host, list(arguments), tf.float32, stateful=False)
+        return tf.ensure_shape(result, arguments[0].shape[:1])
+    import jax
+
+    shape = jax.ShapeDtypeStruct(arguments[0].shape[:1], np.float32)
+    return jax.pure_callback(on_host, shape, *arguments)
 
 
 def write_slot(array, slot, update):
@@ -303,10 +328,11 @@ class DenseGradientAdam(keras.optimizers.Adam):
 def quiet_retracing():
     """Hide TensorFlow's "triggered tf.function retracing" warnings inside the block.
 
-    skptr pads inference inputs to a few shapes, so each compiled inference function
-    traces a bounded number of times; TensorFlow's detector still counts the first
-    traces of the many functions a search or a benchmark creates as "excessive". The
-    warnings of the "tensorflow" logger are hidden while skptr runs inference.
+    skptr pads inference inputs to a few shapes, so each compiled function traces a
+    bounded number of times; TensorFlow's detector still counts the first traces of the
+    many functions that repeated fits, a search or a benchmark create as "excessive".
+    The warnings of the "tensorflow" logger are hidden while skptr trains or runs
+    inference.
     """
     if keras.backend.backend() != "tensorflow":
         yield

@@ -260,6 +260,16 @@ class SequenceEstimatorBase(BaseEstimator):
         """Callbacks of the estimator's own, run before the user's (none by default)."""
         return []
 
+    _without_targets_advice = ""
+
+    def _learns_without_targets(self):
+        """Whether ``fit(X)`` without targets trains (on what, the subclass says)."""
+        return False
+
+    def _training_model(self, network, data, seed):
+        """The model that ``fit`` trains on ``data``: the network itself by default."""
+        return network
+
     # ------------------------------------------------------------ parameters
     def _validate_params(self):
         _params.check_numbers(self)
@@ -268,7 +278,7 @@ class SequenceEstimatorBase(BaseEstimator):
         self._placement()
 
     # -------------------------------------------------------------- training
-    def fit(self, X, y):
+    def fit(self, X, y=None):
         """Train the network on sequences ``X`` with targets ``y``.
 
         The fit is transactional: if it fails (bad data, a callback raising, a
@@ -294,9 +304,10 @@ class SequenceEstimatorBase(BaseEstimator):
             When the network or a batch does not fit in memory.
         """
         self._validate_params()
-        if y is None:
+        if y is None and not self._learns_without_targets():
             raise ValueError(
-                f"{type(self).__name__} requires y to be passed, but the target y is None."
+                f"{type(self).__name__} requires y to be passed, but the target y is None"
+                f"{self._without_targets_advice}."
             )
         warm = self.warm_start and self._is_fitted()
         if warm:
@@ -341,7 +352,8 @@ class SequenceEstimatorBase(BaseEstimator):
             _training.check_fit(view, data, (network_seed, *training_seeds))
             network, history = view._new_network(network_seed), {}
         epochs_done = len(history.get("loss", []))
-        logs = _training.train(view, network, data, training_seeds, epochs_done=epochs_done)
+        model = view._training_model(network, data, network_seed)
+        logs = _training.train(view, model, data, training_seeds, epochs_done=epochs_done)
         history = {key: list(values) for key, values in history.items()}
         for key, values in logs.items():
             history.setdefault(key, []).extend(values)
@@ -386,11 +398,6 @@ class SequenceEstimatorBase(BaseEstimator):
         """The compiled inference model ``key`` of the fitted network, built once (see
         :func:`skptr._inference.inference_model`)."""
         return _inference.inference_model(self, key, build, n_rows, length)
-
-    def _inference_network(self):
-        """The fitted network, or its copy where inference runs (see
-        :func:`skptr._inference.inference_network`)."""
-        return _inference.inference_network(self)
 
     def _predict_batch_size(self):
         return max(int(self.batch_size), 256)

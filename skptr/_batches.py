@@ -33,16 +33,23 @@ class TrainingData(NamedTuple):
         The network's targets, one row per sample.
     lengths : ndarray of shape (n_samples,)
         The length of each input sequence.
+    samples : object, optional
+        The training samples as the user gave them, all of them, for a cost computed
+        on the host (an ``"index"`` input then gives each sample's position in them).
     """
 
     inputs: object
     targets: np.ndarray
     lengths: np.ndarray
+    samples: object = None
 
     def take(self, indices):
         """The samples at ``indices``."""
         return TrainingData(
-            take(self.inputs, indices), self.targets[indices], self.lengths[indices]
+            take(self.inputs, indices),
+            self.targets[indices],
+            self.lengths[indices],
+            self.samples,
         )
 
     @property

@@ -270,7 +270,8 @@ def save(estimator, path):
     ------
     TypeError
         If a hyperparameter or fitted attribute is not plain data (Keras callbacks,
-        a ``RandomState`` instance): such estimators can only be pickled; or if
+        a cost function, a ``RandomState`` instance): such estimators can only be
+        pickled; or if
         ``path`` is not a str, bytes or path-like object.
     PermissionError
         If ``path`` is a read-only file.
@@ -286,6 +287,13 @@ def save(estimator, path):
         raise TypeError(
             "callbacks cannot be stored in the skptr file format; set callbacks=None "
             "before saving (they only matter during fit)."
+        )
+    if callable(params.get("cost")):
+        raise TypeError(
+            "A cost function cannot be stored in the skptr file format, which holds no "
+            "code: save with cost set to a built-in cost's name (set_params(cost=...)) "
+            "and pass the function again after loading, or pickle the estimator (joblib "
+            "keeps a function by reference)."
         )
     if not (params.get("devices") is None or isinstance(params["devices"], str)):
         params["devices"] = None  # a backend's strategy belongs to its process

@@ -362,14 +362,20 @@ def train(estimator, network, data, seeds, *, epochs_done=0, callbacks=()):
         The per-epoch logs of this training.
     """
     split_seed, batches_seed = seeds
-    placement = estimator._placement()
     data, validation = _split_validation(estimator, data, split_seed)
     batches = estimator._training_batches(data, estimator.batch_size, batches_seed)
     estimator._check_split(batches.batch_size)
     if getattr(network, "optimizer", None) is None:
         compile_network(estimator, network, int(estimator.epochs) * len(batches), data.n_steps)
     _set_steps_per_execution(estimator, network)
-    history = network.fit(
+    with _backend.quiet_retracing():
+        history = _fit(estimator, network, batches, validation, epochs_done, callbacks)
+    return {key: [float(v) for v in values] for key, values in history.history.items()}
+
+
+def _fit(estimator, network, batches, validation, epochs_done, callbacks):
+    placement = estimator._placement()
+    return network.fit(
         batches.dataset(placement.process_rows),
         epochs=int(estimator.epochs),
         validation_data=None if validation is None else placement.process_rows(validation[:2]),
@@ -381,7 +387,6 @@ def train(estimator, network, data, seeds, *, epochs_done=0, callbacks=()):
         shuffle=False,
         verbose=min(int(estimator.verbose), 2),
     )
-    return {key: [float(v) for v in values] for key, values in history.history.items()}
 
 
 def _validation_batch_size(estimator, batch_size):

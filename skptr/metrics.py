@@ -196,13 +196,21 @@ def tour_length(X, tours):
     """
     sequences = check_numeric_sequences(X, dtype=np.float64)
     order, lengths = check_orderings(tours, sequences.lengths, name="tours", allow_empty=True)
-    points = _gather(sequences.values, order)
+    return _route_lengths(sequences.values, order, lengths, closed=True)
+
+
+def _route_lengths(values, order, lengths, closed):
+    """Euclidean length of the routes through ``values`` in the validated ``order``
+    (``lengths`` indices each), back to the start when ``closed``."""
+    points = _gather(values, order)
     hops = np.linalg.norm(np.diff(points, axis=1), axis=-1)
     inside = np.arange(1, order.shape[1])[None, :] < lengths[:, None]
-    open_length = np.where(inside, hops, 0.0).sum(axis=1)
+    length = np.where(inside, hops, 0.0).sum(axis=1)
+    if not closed:
+        return length
     rows = np.arange(len(order))
     closing = np.linalg.norm(points[rows, np.maximum(lengths - 1, 0)] - points[:, 0], axis=-1)
-    return open_length + closing
+    return length + closing
 
 
 # --------------------------------------------------------------------------------------

@@ -18,7 +18,17 @@ from .._limits import MAX_COUNT
 from .._sequences import check_numeric_sequences, check_orderings
 from ._cycles import canonical_indices, canonical_training
 
-__all__ = ["PointerCodec"]
+__all__ = ["PointerCodec", "given_form"]
+
+
+def given_form(X, sequences):
+    """Samples ``X`` (validated as ``sequences``) as a cost receives them: a list as
+    given, else an array when all have one length, else a list."""
+    if isinstance(X, list):
+        return X
+    if np.all(sequences.lengths == sequences.max_length):
+        return np.asarray(X)
+    return list(X)
 
 
 @dataclass(frozen=True)
@@ -71,8 +81,8 @@ class PointerCodec:
         ----------
         X : array-like
             Training sequences.
-        y : array-like
-            Target orderings.
+        y : array-like or None
+            Target orderings; None for a fit from a cost (see :meth:`encode_samples`).
         cycle : {None, "directed", "undirected"}, default=None
             Whether the targets are cycles.
 
@@ -83,6 +93,9 @@ class PointerCodec:
         data : TrainingData
         """
         sequences = check_numeric_sequences(X)
+        if y is None:
+            codec = cls(sequences.n_features, False, cycle)
+            return codec, codec.encode_samples(X, sequences)
         orderings, lengths = check_orderings(y, sequences.lengths)
         codec = cls(sequences.n_features, bool(np.any(lengths < sequences.lengths)), cycle)
         return codec, codec._encode_training(sequences, orderings, lengths)
@@ -97,6 +110,8 @@ class PointerCodec:
             fitted on full permutations.
         """
         sequences = self.sequences(X)
+        if y is None:
+            return self.encode_samples(X, sequences)
         orderings, lengths = check_orderings(y, sequences.lengths)
         if not self.ordered_subsets and np.any(lengths < sequences.lengths):
             raise ValueError(
@@ -123,10 +138,26 @@ class PointerCodec:
         return TrainingData(inputs, targets, sequences.lengths)
 
     @staticmethod
+    def encode_samples(X, sequences):
+        """Training data without targets, for a fit from a cost: the inputs hold each
+        sample's position in ``X`` (``"index"``), and ``samples`` holds ``X`` in the
+        form it was given (an array, else a list)."""
+        samples = given_form(X, sequences)
+        inputs = {
+            "values": sequences.values,
+            "lengths": sequences.lengths.astype(np.int32),
+            "index": np.arange(sequences.n_samples, dtype=np.int32),
+        }
+        targets = np.zeros(sequences.n_samples, dtype=np.float32)
+        return TrainingData(inputs, targets, sequences.lengths, samples)
+
+    @staticmethod
     def training_extents(data):
-        """Each training sample's input length and number of target steps, the extents
-        along the padded axes of the inputs and of the targets (see
-        :class:`~skptr._batches.LengthGroupedBatches`)."""
+        """Each training sample's input length and number of target steps (none in a
+        fit from a cost), the extents along the padded axes of the inputs and of the
+        targets (see :class:`~skptr._batches.LengthGroupedBatches`)."""
+        if data.samples is not None:
+            return data.lengths[:, None]
         return np.stack([data.lengths, (data.targets >= 0).sum(axis=1)], axis=1)
 
     @staticmethod
@@ -134,6 +165,8 @@ class PointerCodec:
         """A training batch cut to ``sizes`` = (input steps, target steps), which hold
         every sample of the batch; the end-of-output pointer, the padded input length,
         becomes the new one."""
+        if "targets" not in inputs:  # a fit from a cost
+            return {**inputs, "values": inputs["values"][:, : sizes[0]]}, targets
         n_steps, n_outputs = sizes
         targets = targets[:, :n_outputs].copy()
         targets[targets == inputs["values"].shape[1]] = n_steps

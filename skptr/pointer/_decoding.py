@@ -24,9 +24,16 @@ from .._backend import NetworkWrapper, quiet_retracing, scan
 from .._batches import take
 from . import _sizes
 from ._codec import PointerCodec
+from ._costs import call_cost, check_cost_applies, samples_at
 from ._layers import NEGATIVE_LOGIT
 
-__all__ = ["PointerDecoder", "beam_decode", "decode_sequences", "greedy_decode"]
+__all__ = [
+    "PointerDecoder",
+    "beam_decode",
+    "decode_encoded",
+    "decode_sequences",
+    "greedy_decode",
+]
 
 
 def _static_or_dynamic(tensor, axis):
@@ -77,7 +84,7 @@ def _follow_back_pointers(sources, last):
     return ops.flip(rows, axis=0)
 
 
-def greedy_decode(network, values, lengths):
+def greedy_decode(network, values, lengths, *, noise=None, starts=None):
     """Choose the most probable allowed position at every step.
 
     Parameters
@@ -88,6 +95,13 @@ def greedy_decode(network, values, lengths):
         Padded input sequences.
     lengths : tensor of shape (n,)
         Their lengths.
+    noise : tensor of shape (T, n, T + 1), optional
+        Standard Gumbel noise added to each step's logits before the choice, which
+        turns the most probable choice into a sample of the pointer distribution (the
+        Gumbel-max trick).
+    starts : int32 tensor of shape (n,), optional
+        The position chosen first, instead of the model's choice (starts within each
+        sample's length).
 
     Returns
     -------
@@ -99,20 +113,45 @@ def greedy_decode(network, values, lengths):
     log_likelihood : tensor of shape (n,)
         Log-probability of the decoded ordering, end of output included.
     """
+    encoded = network.encode(values, lengths, training=False)
+    return decode_encoded(network, encoded, lengths, noise=noise, starts=starts)
+
+
+def every_start_decode(network, values, lengths):
+    """Greedy decoding from every start position: row ``i * T + k`` of the outputs
+    (as for :func:`greedy_decode`) starts at position ``k`` of sample ``i`` (at 0 when
+    ``k`` is past the sample's end)."""
     keys, valid, states = network.encode(values, lengths, training=False)
+    n_positions = _static_or_dynamic(keys, 1) - 1
+
+    def repeat(tensor):
+        return ops.repeat(tensor, n_positions, axis=0)
+
+    lengths = repeat(ops.cast(lengths, "int32"))
+    starts = ops.tile(ops.arange(n_positions, dtype="int32"), (ops.shape(keys)[0],))
+    encoded = (repeat(keys), repeat(valid), [[repeat(s) for s in layer] for layer in states])
+    return decode_encoded(network, encoded, lengths, starts=ops.where(starts < lengths, starts, 0))
+
+
+def decode_encoded(network, encoded, lengths, *, noise=None, starts=None):
+    """:func:`greedy_decode` of inputs already encoded (``network.encode``)."""
+    keys, valid, states = encoded
     prepared = network.prepare_keys(keys)
     n_samples = ops.shape(keys)[0]
     n_pointers = _static_or_dynamic(keys, 1)
     n_steps = n_pointers - 1
     lengths = ops.cast(lengths, "int32")
 
-    def step(carry, _):
+    def step(carry, current):
         states, previous, chosen, finished, log_likelihood = carry
         output, states = network.decoder_step(network.decoder_inputs(keys, previous), states)
         allowed = ops.logical_and(valid, ops.logical_not(chosen))
         logits = network.pointer_logits(output, keys, prepared, allowed)
         log_probs = ops.log_softmax(logits, axis=-1)
-        choice = ops.cast(ops.argmax(logits, axis=-1), "int32")
+        scores = logits if noise is None else logits + current[1]
+        choice = ops.cast(ops.argmax(scores, axis=-1), "int32")
+        if starts is not None:
+            choice = ops.where(current[0] == 0, ops.cast(starts, "int32"), choice)
         chosen, emitted, finished, running = _advance(chosen, finished, choice, lengths, n_steps)
         picked = ops.take_along_axis(log_probs, choice[:, None], axis=-1)[:, 0]
         log_likelihood = log_likelihood + ops.where(running, picked, 0.0)
@@ -126,11 +165,13 @@ def greedy_decode(network, values, lengths):
         ops.zeros((n_samples,), dtype="bool"),
         ops.zeros((n_samples,), dtype="float32"),
     )
-    carry, (orderings, distributions) = scan(step, carry, ops.arange(n_steps, dtype="int32"))
+    per_step = ops.arange(n_steps, dtype="int32")
+    per_step = (per_step,) if noise is None else (per_step, ops.cast(noise, "float32"))
+    carry, (orderings, distributions) = scan(step, carry, per_step)
     return ops.transpose(orderings), ops.transpose(distributions, (1, 0, 2)), carry[4]
 
 
-def beam_decode(network, values, lengths, beam_width):
+def beam_decode(network, values, lengths, beam_width, all_beams=False):
     """Beam search over orderings, keeping ``beam_width`` partial orderings per sample.
 
     A beam that has ended (end of output, or all positions used) is carried unchanged
@@ -148,6 +189,10 @@ def beam_decode(network, values, lengths, beam_width):
         Their lengths.
     beam_width : int
         Number of hypotheses kept per sample.
+    all_beams : bool, default=False
+        Return every hypothesis of the final beam (``beam_width`` rows per sample, best
+        first; hypotheses impossible for a short sample have a log-likelihood near
+        ``NEGATIVE_LOGIT``), not only the best.
 
     Returns
     -------
@@ -212,16 +257,24 @@ def beam_decode(network, values, lengths, beam_width):
     )
     scores = carry[4]
     # The final beams are sorted by score: the first of each sample's is its best.
-    path = _follow_back_pointers(sources, ops.arange(n_samples, dtype="int32") * width)
-    # Rows of the step-major outputs, sample-major: (n, S) from (S, n) indices.
+    if all_beams:
+        last, n_rows, scores = ops.arange(flat, dtype="int32"), flat, ops.reshape(scores, (-1,))
+    else:
+        last, n_rows, scores = (
+            ops.arange(n_samples, dtype="int32") * width,
+            n_samples,
+            scores[:, 0],
+        )
+    path = _follow_back_pointers(sources, last)
+    # Rows of the step-major outputs, row-major: (m, S) from (S, m) indices.
     at = ops.transpose(path + ops.arange(n_steps, dtype="int32")[:, None] * flat)
     at = ops.reshape(at, (-1,))
-    orderings = ops.reshape(ops.take(ops.reshape(emitted, (-1,)), at), (n_samples, n_steps))
+    orderings = ops.reshape(ops.take(ops.reshape(emitted, (-1,)), at), (n_rows, n_steps))
     distributions = ops.reshape(
         ops.take(ops.reshape(distributions, (-1, n_pointers)), at, axis=0),
-        (n_samples, n_steps, n_pointers),
+        (n_rows, n_steps, n_pointers),
     )
-    return orderings, distributions, scores[:, 0]
+    return orderings, distributions, scores
 
 
 @keras.saving.register_keras_serializable(package="skptr")
@@ -232,10 +285,12 @@ class PointerDecoder(NetworkWrapper):
     ----------
     network : PointerNetwork
         The trained network (weights are shared, not copied).
-    method : {"greedy", "beam"}
-        Decoding strategy.
+    method : {"greedy", "beam", "beams", "every_start"}
+        Decoding strategy: greedy, beam search (its best hypothesis, or with
+        ``"beams"`` every hypothesis of the final beam), or greedy from every start
+        (:func:`every_start_decode`).
     beam_width : int
-        Beam width for ``method="beam"``.
+        Beam width of beam search.
     """
 
     def __init__(self, network, method="greedy", beam_width=5, **kwargs):
@@ -244,12 +299,14 @@ class PointerDecoder(NetworkWrapper):
         self.beam_width = beam_width
 
     def call(self, inputs):
-        if self.method == "beam":
-            result = beam_decode(
-                self.network, inputs["values"], inputs["lengths"], self.beam_width
-            )
+        values, lengths = inputs["values"], inputs["lengths"]
+        if self.method in ("beam", "beams"):
+            all_beams = self.method == "beams"
+            result = beam_decode(self.network, values, lengths, self.beam_width, all_beams)
+        elif self.method == "every_start":
+            result = every_start_decode(self.network, values, lengths)
         else:
-            result = greedy_decode(self.network, inputs["values"], inputs["lengths"])
+            result = greedy_decode(self.network, values, lengths)
         orderings, distributions, log_likelihood = result
         return {
             "orderings": orderings,
@@ -258,22 +315,67 @@ class PointerDecoder(NetworkWrapper):
         }
 
 
-def decode_sequences(estimator, sequences, codec):
+def _decoding(estimator, n_positions):
+    """The decoder's method for ``estimator`` and its candidates per sample (several:
+    the cheapest is kept)."""
+    beams = _sizes.beams(
+        estimator.decode, int(estimator.beam_width), n_positions, estimator.ordered_subsets_
+    )
+    if estimator.cost is None:
+        return estimator.decode, beams
+    if estimator.decode == "beam":
+        return "beams", beams
+    if estimator.network_params_["cycle"] is not None:
+        return "every_start", n_positions
+    return "greedy", 1
+
+
+def _cheapest(outputs, method, n_candidates, estimator, sequences, samples, first):
+    """The outputs of the cheapest candidate of each sample, for the samples from
+    ``first`` on (rows past the last sample keep their first candidate)."""
+    orderings = np.asarray(outputs["orderings"])
+    n_rows = len(orderings) // n_candidates
+    rows = np.arange(n_rows)
+    ids = np.arange(first, min(first + n_rows, sequences.n_samples))
+    lengths = sequences.lengths[ids]
+    if method == "every_start":
+        possible = np.arange(n_candidates)[None, :] < lengths[:, None]
+    else:  # a short sample's beam may hold impossible hypotheses
+        likelihood = np.asarray(outputs["log_likelihood"]).reshape(n_rows, n_candidates)
+        possible = likelihood[: len(ids)] > NEGATIVE_LOGIT / 2
+    sample, option = np.nonzero(possible)
+    chosen_rows = sample * n_candidates + option
+    candidates = orderings[chosen_rows].astype(np.int64)
+    codec = PointerCodec.of(estimator)
+    candidates = codec.canonical(candidates, (candidates >= 0).sum(axis=1))
+    costs = np.full((n_rows, n_candidates), np.inf)
+    costs[sample, option] = call_cost(
+        estimator.cost, samples_at(samples, ids[sample]), candidates, ids[sample]
+    )
+    best = rows * n_candidates + np.where(rows < len(ids), np.argmin(costs, axis=1), 0)
+    return {key: np.asarray(value)[best] for key, value in outputs.items()}
+
+
+def decode_sequences(estimator, sequences, codec, samples=None):
     """Orderings and pointer distributions of validated sequences, decoded by a fitted
-    :class:`~skptr.pointer.PointerNetworkOrderer` as its ``decode`` says.
+    :class:`~skptr.pointer.PointerNetworkOrderer` as its ``decode`` and ``cost`` say.
 
     The sequences are decoded in batches of about 2,048 rows (see
     :func:`~skptr.pointer._sizes.decoder_batch_size`) after checking that a batch fits
-    in memory.
+    in memory. With a cost, each sample's candidates (its final beam, or for cycles its
+    greedy orderings from every start) are scored and the cheapest kept.
 
     Parameters
     ----------
     estimator : PointerNetworkOrderer
         A fitted estimator.
-    sequences : Sequences
+    sequences : PaddedSequences
         Validated input sequences.
     codec : PointerCodec
         The estimator's codec.
+    samples : array-like, optional
+        The samples as a cost receives them (see :func:`~skptr.pointer._codec.given_form`);
+        required with a cost.
 
     Returns
     -------
@@ -281,21 +383,23 @@ def decode_sequences(estimator, sequences, codec):
         What :meth:`PointerCodec.decode` returns: orderings, then distributions.
     """
     view = estimator._as_fitted()
-    beams = estimator._beams(sequences.max_length)
+    method, n_candidates = _decoding(estimator, sequences.max_length)
+    if estimator.cost is not None:
+        check_cost_applies(estimator.cost, estimator.ordered_subsets_)
     batch_size = estimator._placement().inference.rows(
-        _sizes.decoder_batch_size(int(estimator.batch_size), sequences.max_length, beams)
+        _sizes.decoder_batch_size(int(estimator.batch_size), sequences.max_length, n_candidates)
     )
     view._check_memory(
         "decoding",
-        _sizes.decoding_count(view, batch_size * beams, sequences.max_length),
+        _sizes.decoding_count(view, batch_size * n_candidates, sequences.max_length),
         longest_sequence=sequences.max_length,
-        beams=beams,
+        beams=n_candidates,
     )
     n_rows = estimator._inference_rows(sequences.n_samples, batch_size)
-    method = estimator.decode
+    width = n_candidates if method in ("beam", "beams") else 1
     decoder = estimator._inference_model(
-        ("decoder", method, beams),
-        lambda network: PointerDecoder(network, method=method, beam_width=beams),
+        ("decoder", method, width),
+        lambda network: PointerDecoder(network, method=method, beam_width=width),
         n_rows,
         sequences.max_length,
     )
@@ -304,6 +408,11 @@ def decode_sequences(estimator, sequences, codec):
     with quiet_retracing():
         for start in range(0, n_rows, batch_size):
             batch = take(inputs, slice(start, start + batch_size))
-            batches.append(estimator._predict_on_batch(decoder, batch, batch_size))
+            outputs = estimator._predict_on_batch(decoder, batch, batch_size)
+            if n_candidates > 1 and estimator.cost is not None:
+                outputs = _cheapest(
+                    outputs, method, n_candidates, estimator, sequences, samples, start
+                )
+            batches.append(outputs)
     outputs = {key: np.concatenate([np.asarray(b[key]) for b in batches]) for key in batches[0]}
     return codec.decode(outputs, sequences.n_samples)

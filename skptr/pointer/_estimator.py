@@ -12,12 +12,15 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._base import SequenceEstimatorBase, inference_method
 from .._limits import MAX_DEPTH, MAX_WIDTH
 from .._sequences import check_orderings
+from ..costs import BUILT_IN_COSTS
 from ..metrics import _checked_position_accuracy
 from . import _sizes
-from ._codec import PointerCodec
+from ._codec import PointerCodec, given_form
+from ._costs import call_cost
 from ._cycles import CYCLE_KINDS
 from ._decoding import decode_sequences
 from ._layers import ENCODERS, PointerNetwork, masked_pointer_crossentropy
+from ._reinforce import cost_training_model
 
 __all__ = ["PointerNetworkOrderer"]
 
@@ -77,20 +80,23 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
     decode : {"greedy", "beam"}, default="greedy"
         Decoding used by ``predict``, ``predict_proba`` and ``score``. ``"beam"``
         helps where an early choice constrains later ones, as on tours; it can be
-        switched after fitting with ``set_params``.
+        switched after fitting with ``set_params``. With a ``cost``, beam search
+        returns the cheapest ordering of its final beam, and greedy decoding of
+        cycles runs from every start element and returns the cheapest.
     beam_width : int, default=5
-        Hypotheses kept per sample when ``decode="beam"``. Beam search ranks
-        orderings by the model's likelihood, not by their cost: a width of 3 is
-        usually enough.
+        Hypotheses kept per sample when ``decode="beam"``; 3 is usually enough.
     cycle : {None, "directed", "undirected"}, default=None
-        Declares that each target is a cycle, so that its rotations are the same
-        answer (``"directed"``: a convex hull in counter-clockwise order) and, with
-        ``"undirected"``, its reversal too (a tour). The network then learns each
-        cycle from the member that comes first in lexicographic order of the features;
-        ``predict`` returns cycles from their smallest index (the format of
-        :func:`~skptr.datasets.make_tsp`) and ``score`` compares them whatever their
-        rotation. Declare it whenever the targets are cycles (see
-        :ref:`pointer_cycles`).
+        Declares that each target is a cycle, whose rotations are the same answer
+        (``"directed"``: a hull kept counter-clockwise) and, with ``"undirected"``, its
+        reversal too (a tour). ``predict`` returns cycles from their smallest index and
+        ``score`` compares them in any rotation. Declare it whenever the targets are
+        cycles (see :ref:`pointer_cycles`).
+    cost : {"tour", "path"}, callable or None, default=None
+        What ``fit(X)`` without targets learns to minimise, and what ``score(X)``
+        without targets measures: the name of a cost of :mod:`skptr.costs`, or a
+        function ``cost(X, orderings) -> ndarray of shape (n_samples,)``, lower is
+        better, of samples in the form ``fit`` received them and orderings in
+        ``predict``'s format. ``fit(X, y)`` ignores it (see :ref:`pointer_cost`).
     epochs : int, default=20
         Passes over the training data.
     batch_size : int, default=128
@@ -123,35 +129,29 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         hooks (``on_train_batch_end`` ...), which then see every batch.
     devices : None, "all", keras.distribution.DataParallel or tf.distribute.Strategy, \
             default=None
-        Where training and inference run: one device as Keras places it (None),
-        data-parallel over every device of the backend (``"all"``), or the given
-        distribution or strategy. Each batch is split over the replicas, so
-        ``batch_size`` (a multiple of their number) stays the global batch size. See
-        :doc:`/user_guide/scaling_out`.
+        Where training and inference run: one device (None), data-parallel over every
+        device (``"all"``), or the given distribution; ``batch_size`` stays the global
+        batch size (see :doc:`/user_guide/scaling_out`).
     dtype_policy : {"float32", "mixed_bfloat16", "mixed_float16"} or None, default=None
-        The Keras dtype policy of the network: ``"mixed_bfloat16"`` and
-        ``"mixed_float16"`` compute in 16-bit floats with float32 weights (and loss
-        scaling for float16); the pointer scores are float32 under every policy.
-        Use ``"mixed_bfloat16"`` on GPUs, and with the attention encoder on a CPU with
-        TensorFlow, where it shortens epochs at the same accuracy (see
-        :ref:`pointer_settings`). None: Keras' global policy
-        (``keras.config.dtype_policy()``) when ``fit`` starts.
+        Keras dtype policy: the mixed ones compute in 16-bit floats (pointer scores stay
+        float32). Use ``"mixed_bfloat16"`` on GPUs, and with the attention encoder on a
+        CPU with TensorFlow (:ref:`pointer_settings`). None: Keras' global policy.
 
     Attributes
     ----------
     network_ : keras.Model
         The trained pointer network (teacher-forced training graph).
     network_params_ : dict
-        The hyperparameters the network was built with (those that shape it), which
-        pickles and :func:`skptr.load` rebuild it from; ``set_params`` after ``fit``
-        changes only the next fit.
+        The hyperparameters the network was built with (and is rebuilt from).
     n_features_in_ : int
         Number of features per sequence step seen in ``fit``.
     ordered_subsets_ : bool
         True when some training targets were shorter than their inputs; the network
         then predicts an end of output, and ``predict`` pads with -1 after it.
     history_ : dict of list of float
-        Per-epoch ``loss``, ``learning_rate`` (and ``val_loss``).
+        Per-epoch ``loss``, ``learning_rate`` (and ``val_loss``). A fit from a cost
+        records the mean cost of the sampled orderings as ``loss``, and that of the
+        greedy orderings of the validation samples as ``val_loss``.
     n_iter_ : int
         Number of epochs trained.
 
@@ -181,6 +181,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         "decode": [StrOptions({"greedy", "beam"})],
         "beam_width": [Interval(Integral, 1, MAX_WIDTH, closed="both")],
         "cycle": [None, StrOptions(set(CYCLE_KINDS))],
+        "cost": [None, StrOptions(set(BUILT_IN_COSTS)), callable],
         "learning_rate_decay": [Interval(Real, 0, 1, closed="right")],
     }
     _network_params = (
@@ -223,6 +224,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         decode="greedy",
         beam_width=5,
         cycle=None,
+        cost=None,
         epochs=20,
         batch_size=128,
         learning_rate=3e-3,
@@ -250,6 +252,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         self.decode = decode
         self.beam_width = beam_width
         self.cycle = cycle
+        self.cost = cost
         self.epochs = epochs
         self.batch_size = batch_size
         self.learning_rate = learning_rate
@@ -273,6 +276,11 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         return tags
 
     # ------------------------------------------------------------ base hooks
+    _without_targets_advice = ", or a cost to learn from (cost=...)"
+
+    def _learns_without_targets(self):
+        return self.cost is not None
+
     def _prepare_training_data(self, X, y, reset):
         if not reset:
             return PointerCodec.of(self).encode_training(X, y), {}
@@ -308,28 +316,32 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
     def _batch_trimming(self, data):
         return PointerCodec.training_extents(data), PointerCodec.trim_batch
 
-    def _weight_count(self):
-        return _sizes.weight_count(self)
+    _weight_count = _sizes.weight_count
+    _activation_count = _sizes.activation_count
 
-    def _activation_count(self, n_rows, n_steps):
-        return _sizes.activation_count(self, n_rows, n_steps)
+    def _training_model(self, network, data, seed):
+        if data.samples is None:  # targets to imitate
+            return network
+        return cost_training_model(self, network, data, seed)
 
-    def _schedule_callbacks(self, network, epochs_done):
+    def _schedule_callbacks(self, model, epochs_done):
         initial, decay = float(self.learning_rate), float(self.learning_rate_decay)
         return [
             keras.callbacks.LearningRateScheduler(
                 lambda epoch: initial * decay ** (epochs_done + epoch)
-            )
+            ),
+            *getattr(model, "own_callbacks", ()),
         ]
 
     # ------------------------------------------------------------- inference
-    def _beams(self, n_positions):
-        """Hypotheses kept per sample (see :func:`~skptr.pointer._sizes.beams`)."""
-        return _sizes.beams(self.decode, int(self.beam_width), n_positions, self.ordered_subsets_)
-
-    def _fitted_codec(self):
+    def _decoded(self, X):
+        """The orderings and pointer distributions ``predict`` and ``predict_proba``
+        return for ``X``, and the validated sequences."""
         self._check_fitted()
-        return PointerCodec.of(self)
+        codec = PointerCodec.of(self)
+        sequences = codec.sequences(X)
+        samples = None if self.cost is None else given_form(X, sequences)
+        return decode_sequences(self, sequences, codec, samples), sequences
 
     @inference_method
     def predict(self, X):
@@ -348,8 +360,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
             Distinct input positions in output order, padded with -1 after each
             sample's end of output; ``n_outputs`` is the longest predicted ordering.
         """
-        codec = self._fitted_codec()
-        return decode_sequences(self, codec.sequences(X), codec)[0]
+        return self._decoded(X)[0][0]
 
     @inference_method
     def predict_proba(self, X):
@@ -369,43 +380,40 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
             for models fitted on full permutations). Steps after a sample's end are all
             zeros.
         """
-        codec = self._fitted_codec()
-        return decode_sequences(self, codec.sequences(X), codec)[1]
+        return self._decoded(X)[0][1]
 
     @inference_method
-    def score(self, X, y):
-        """Mean position accuracy of the predicted orderings.
+    def score(self, X, y=None):
+        """Mean position accuracy of the predicted orderings, or without targets,
+        minus the mean cost of the predicted orderings.
 
         A position counts as correct when the chosen element equals the target
         element (all its features), so equal elements are interchangeable and ties in
         sorting are not penalised. With ``cycle`` set, targets and predictions are
-        compared as cycles, each from its smallest index.
+        compared as cycles, each from its smallest index. Without targets the score is
+        ``-mean(cost(X, predict(X)))``: greater is better, as scikit-learn expects, so
+        that searches and cross-validation tune a model learned from a cost.
 
         Parameters
         ----------
         X : array-like
             Input sequences.
-        y : array-like
-            Target orderings, as for :meth:`fit`.
+        y : array-like or None, default=None
+            Target orderings, as for :meth:`fit`; None scores with ``cost``.
 
         Returns
         -------
         float
-            Share of correctly placed elements.
+            Share of correctly placed elements, or minus the mean cost.
         """
-        codec = self._fitted_codec()
-        sequences = codec.sequences(X)
+        if y is None and self.cost is None:
+            raise ValueError("score(X) without y needs a cost to score with; set cost=...")
+        (predictions, _), sequences = self._decoded(X)
+        if y is None:
+            samples = given_form(X, sequences)
+            ids = np.arange(sequences.n_samples)
+            return -float(np.mean(call_cost(self.cost, samples, predictions, ids)))
+        codec = PointerCodec.of(self)
         orderings, lengths = check_orderings(y, sequences.lengths)
         orderings = codec.canonical(orderings, lengths)
-        predictions = decode_sequences(self, sequences, codec)[0]
         return _checked_position_accuracy(orderings, predictions, sequences.values)
-
-    def _log_likelihood(self, X, y):
-        """Log-probability the network assigns to given orderings of ``X``."""
-        inputs, targets, _ = self._fitted_codec().encode_training(X, y)
-        logits = np.asarray(self._inference_network()(inputs, training=False))
-        shifted = logits - logits.max(axis=-1, keepdims=True)
-        log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
-        real = targets >= 0
-        picked = np.take_along_axis(log_probs, np.maximum(targets, 0)[..., None], axis=-1)
-        return (picked[..., 0] * real).sum(axis=1)

@@ -597,9 +597,14 @@ class PointerNetwork(keras.Model):
         return hidden, new_states
 
     def call(self, inputs, training=None):
-        values, lengths, targets = inputs["values"], inputs["lengths"], inputs["targets"]
+        encoded = self.encode(inputs["values"], inputs["lengths"], training=training)
+        return self.teacher_forced_logits(encoded, inputs["targets"], training=training)
+
+    def teacher_forced_logits(self, encoded, targets, training=None):
+        """Masked pointer logits (n, S, P) of every step of the ``targets`` (n, S),
+        given the :meth:`encode` outputs of their inputs."""
+        keys, valid, states = encoded
         targets = ops.cast(targets, "int32")
-        keys, valid, states = self.encode(values, lengths, training=training)
         n_pointers = ops.shape(keys)[1]
         previous = ops.concatenate(
             [ops.full((ops.shape(targets)[0], 1), -1, dtype="int32"), targets[:, :-1]], axis=1

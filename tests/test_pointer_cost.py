@@ -1,0 +1,263 @@
+"""Learning orderings from a cost: the built-in costs, the REINFORCE gradient, fits
+without labels, decoding that keeps the cheapest candidate, persistence and bad costs."""
+
+import itertools
+import pickle
+
+import keras
+import numpy as np
+import pytest
+from _marks import once
+from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.utils._param_validation import InvalidParameterError
+
+from skptr import PointerNetworkOrderer, load
+from skptr.costs import path_length, tour_length
+from skptr.pointer._layers import PointerNetwork
+from skptr.pointer._reinforce import SAMPLED_ROLLOUTS, CostTrainer, graph_costs, graph_length
+
+TINY = {"hidden_size": 8, "encoder": "attention", "epochs": 1, "batch_size": 32}
+
+
+def _points(n_samples, n_cities, seed):
+    return np.random.default_rng(seed).random((n_samples, n_cities, 2))
+
+
+def _optimal_tours(X):
+    """Exact shortest tours by enumeration (small cities only)."""
+    rest = list(itertools.permutations(range(1, X.shape[1])))
+    tours = np.array([[0, *p] for p in rest])
+    return np.array([tour_length(np.repeat(x[None], len(tours), 0), tours).min() for x in X])
+
+
+def user_tour(X, orderings):
+    """A cost written as a user would: the closed tour through the points."""
+    costs = []
+    for points, ordering in zip(X, orderings, strict=True):
+        visited = np.asarray(points)[ordering[ordering >= 0]]
+        costs.append(np.linalg.norm(visited - np.roll(visited, -1, axis=0), axis=1).sum())
+    return np.array(costs)
+
+
+def test_built_in_costs_match_hand_computed_tours():
+    square = [[[0, 0], [1, 1], [0, 1], [1, 0]]]
+    assert tour_length(square, [[0, 2, 1, 3]]).tolist() == [4.0]
+    assert tour_length(square, [[0, 1, 2, 3]])[0] == pytest.approx(2 + 2 * np.sqrt(2))
+    assert path_length([[0.0, 3.0, 1.0]], [[0, 2, 1]]).tolist() == [3.0]
+    ragged = [np.array([[0, 0], [3, 4]]), np.array([[0, 0], [1, 0], [1, 1]])]
+    np.testing.assert_allclose(tour_length(ragged, [[1, 0], [0, 1, 2]]), [10, 2 + np.sqrt(2)])
+    np.testing.assert_allclose(path_length(ragged, [[1, 0, -1], [2, 1, 0]]), [5, 2])
+
+
+def test_in_graph_costs_equal_the_numpy_costs():
+    rng = np.random.default_rng(0)
+    X = [rng.random((n, 3)) for n in (1, 2, 5, 7)]
+    orderings = [rng.permutation(len(x)) for x in X]
+    values = np.zeros((4, 7, 3), dtype="float32")
+    padded = np.full((4, 7), -1, dtype="int32")
+    for i, (x, ordering) in enumerate(zip(X, orderings, strict=True)):
+        values[i, : len(x)], padded[i, : len(x)] = x, ordering
+    for closed, numpy_cost in ((True, tour_length), (False, path_length)):
+        in_graph = keras.ops.convert_to_numpy(graph_length(values, padded, closed))
+        np.testing.assert_allclose(in_graph, numpy_cost(X, orderings), rtol=1e-5)
+
+
+def test_costs_refuse_orderings_that_skip_elements():
+    with pytest.raises(ValueError, match=r"orderings\[1\] orders 2 of the 3 elements of X\[1\]"):
+        tour_length(np.zeros((2, 3, 2)), [[0, 1, 2], [2, 0, -1]])
+
+
+@once
+def test_the_gradient_is_the_reinforce_estimate_of_the_expected_costs_gradient():
+    import tensorflow as tf
+
+    # Three points, so the six orderings' probabilities are exact: the mean gradient of
+    # many rollouts with the shared baseline is (K - 1) / K times the gradient of the
+    # expected cost (each rollout's baseline includes its own cost).
+    points = np.array([[0.0, 0.0], [1.0, 0.2], [0.3, 0.9]], dtype="float32")
+    network = PointerNetwork(hidden_size=8, encoder="attention", seed=3).build_for(2)
+    trainer = CostTrainer(network, graph_costs("path"), every_start=False, seed=0)
+    n = 4096
+    inputs = {
+        "values": np.repeat(points[None], n, 0),
+        "lengths": np.full(n, 3, "int32"),
+        "index": np.zeros(n, "int32"),
+    }
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(trainer(inputs, training=True))
+    sampled = tape.gradient(loss, network.trainable_variables)
+    orderings = np.array(list(itertools.permutations(range(3))), dtype="int32")
+    costs = path_length(np.repeat(points[None], 6, 0), orderings).astype("float32")
+    every = {"values": inputs["values"][:6], "lengths": inputs["lengths"][:6]}
+    with tf.GradientTape() as tape:
+        log_probs = tf.nn.log_softmax(network({**every, "targets": orderings}), axis=-1)
+        picked = tf.gather(log_probs, orderings, axis=2, batch_dims=2)
+        expected = tf.reduce_sum(tf.exp(tf.reduce_sum(picked, axis=1)) * costs)
+    exact = tape.gradient(expected, network.trainable_variables)
+    assert float(loss) == pytest.approx(float(expected), rel=0.01)  # the mean cost
+    sampled = np.concatenate([np.ravel(g) for g in sampled])
+    exact = (
+        np.concatenate([np.ravel(g) for g in exact]) * (SAMPLED_ROLLOUTS - 1) / SAMPLED_ROLLOUTS
+    )
+    assert np.linalg.norm(sampled - exact) < 0.05 * np.linalg.norm(exact)
+
+
+@pytest.mark.slow
+def test_learns_five_city_tours_from_the_cost_alone():
+    X, X_test = _points(4096, 5, seed=1), _points(200, 5, seed=2)
+    est = PointerNetworkOrderer(
+        hidden_size=32,
+        encoder="attention",
+        num_layers=2,
+        cost="tour",
+        epochs=6,
+        batch_size=32,
+        random_state=0,
+    ).fit(X)
+    optimum = _optimal_tours(X_test).mean()
+    assert tour_length(X_test, est.predict(X_test)).mean() < 1.03 * optimum
+    assert est.score(X_test) == pytest.approx(-tour_length(X_test, est.predict(X_test)).mean())
+
+
+def test_decoding_with_a_cost_keeps_the_cheapest_candidate():
+    X = _points(64, 6, seed=3)
+    est = PointerNetworkOrderer(cycle="undirected", random_state=0, **TINY)
+    est.fit(X, np.tile(np.arange(6), (64, 1)))
+    greedy = tour_length(X, est.predict(X))
+    beam = tour_length(X, est.set_params(decode="beam", beam_width=3).predict(X))
+    est.set_params(cost=user_tour)
+    cheapest_beam = tour_length(X, est.predict(X))
+    every_start = tour_length(X, est.set_params(decode="greedy").predict(X))
+    # The likeliest hypotheses are among the candidates.
+    assert np.all(cheapest_beam <= beam + 1e-9) and np.all(every_start <= greedy + 1e-9)
+    assert every_start.mean() < greedy.mean()
+    distributions = est.predict_proba(X)
+    orderings = est.predict(X)
+    chosen = np.take_along_axis(distributions, orderings[:, :, None], axis=2)
+    assert np.all(chosen[:, 1:] > 0)  # the decoded orderings, after the given start
+    np.testing.assert_allclose(distributions.sum(axis=2), 1, atol=1e-5)
+
+
+@once
+def test_fit_without_targets_needs_a_cost():
+    with pytest.raises(ValueError, match=r"requires y to be passed.*or a cost"):
+        PointerNetworkOrderer(**TINY).fit(_points(8, 4, seed=0))
+    with pytest.raises(ValueError, match=r"score\(X\) without y needs a cost"):
+        PointerNetworkOrderer(**TINY).fit(_points(8, 4, 0), np.tile(range(4), (8, 1))).score(
+            _points(8, 4, 0)
+        )
+
+
+def test_a_cost_function_receives_the_samples_as_given():
+    rng = np.random.default_rng(4)
+    ragged = [rng.random((n, 2)) for n in rng.integers(3, 6, size=40)]
+    seen = []
+
+    def recording(X, orderings):
+        seen.append(type(X))
+        assert len(X) == len(orderings)
+        for points, ordering in zip(X, orderings, strict=True):
+            assert sorted(ordering[ordering >= 0]) == list(range(len(points)))
+        return user_tour(X, orderings)
+
+    est = PointerNetworkOrderer(cost=recording, random_state=0, **TINY).fit(ragged)
+    assert set(seen) == {list}
+    np.testing.assert_allclose(-est.score(ragged), tour_length(ragged, est.predict(ragged)).mean())
+    seen.clear()
+    est.fit(_points(40, 4, seed=5))
+    assert set(seen) == {np.ndarray}
+
+
+@once
+def test_searches_and_cross_validation_tune_without_labels():
+    X = _points(96, 5, seed=6)
+    est = PointerNetworkOrderer(cost="tour", random_state=0, **TINY)
+    search = GridSearchCV(est, {"hidden_size": [4, 8]}, cv=2).fit(X)
+    best = search.best_estimator_
+    assert search.best_score_ < 0
+    assert best.score(X) == pytest.approx(-tour_length(X, best.predict(X)).mean())
+    scores = cross_val_score(est, X, cv=2)
+    assert scores.shape == (2,) and np.all(scores < 0)
+
+
+@once
+def test_persistence_keeps_a_built_in_cost_by_name_and_a_function_by_reference(tmp_path):
+    X = _points(64, 5, seed=7)
+    est = PointerNetworkOrderer(cost="tour", cycle="undirected", random_state=0, **TINY).fit(X)
+    est.save(tmp_path / "tour.skptr")
+    loaded = load(tmp_path / "tour.skptr")
+    assert loaded.cost == "tour"
+    np.testing.assert_array_equal(loaded.predict(X), est.predict(X))
+    est.set_params(cost=user_tour)
+    restored = pickle.loads(pickle.dumps(est))
+    assert restored.cost is user_tour
+    np.testing.assert_array_equal(restored.predict(X), est.predict(X))
+    with pytest.raises(TypeError, match=r"cost function cannot be stored.*set_params"):
+        est.save(tmp_path / "function.skptr")
+
+
+def _raises(X, orderings):
+    raise RuntimeError("no road between these cities")
+
+
+def _fails_after_the_first_call(X, orderings):
+    if np.any(orderings[:, 1] != 1):  # the check of the first samples uses 0, 1, ...
+        return np.zeros(len(X) + 1)
+    return user_tour(X, orderings)
+
+
+@pytest.mark.parametrize(
+    ("cost", "message"),
+    [
+        # Checked on the first samples before training, on the host: once.
+        pytest.param(_raises, r"cost _raises raised RuntimeError.*X\[0\]: no road", marks=once),
+        pytest.param(
+            lambda X, o: np.zeros((len(X), 2)),
+            r"shape \(\d+,\).*returned shape \(\d+, 2\)",
+            marks=once,
+        ),
+        pytest.param(
+            lambda X, o: np.where(np.arange(len(X)) == 3, np.nan, 1.0),
+            r"nan for X\[3\]",
+            marks=once,
+        ),
+        pytest.param(
+            lambda X, o: ["cheap"] * len(X), "must return an array of numbers", marks=once
+        ),
+        # Fails inside the compiled training step, on every backend.
+        (_fails_after_the_first_call, r"shape \(\d+,\).*returned shape \(\d+,\)"),
+    ],
+)
+def test_bad_costs_fail_clearly_and_leave_the_estimator_as_it_was(cost, message):
+    X = _points(64, 4, seed=8)
+    est = PointerNetworkOrderer(cost=cost, random_state=0, **TINY)
+    with pytest.raises(ValueError, match=message):
+        est.fit(X)
+    assert not hasattr(est, "network_")
+    est.set_params(cost="path").fit(X)
+    before = est.predict(X), est.history_
+    with pytest.raises(ValueError, match=message):
+        est.set_params(cost=cost, warm_start=True).fit(X)
+    np.testing.assert_array_equal(est.predict(X), before[0])
+    assert est.history_ == before[1]
+    with pytest.raises(InvalidParameterError, match="cost"):
+        PointerNetworkOrderer(cost=3).fit(X)
+
+
+def test_built_in_costs_refuse_models_of_ordered_subsets():
+    X = _points(32, 5, seed=9)
+    y = np.tile([0, 2, -1, -1, -1], (32, 1))
+    est = PointerNetworkOrderer(random_state=0, **TINY).fit(X, y).set_params(cost="tour")
+    with pytest.raises(ValueError, match=r"'tour' cost needs orderings of every element.*subsets"):
+        est.score(X)
+    with pytest.raises(ValueError, match="ordered subsets"):
+        est.set_params(warm_start=True).fit(X)
+
+
+@once
+def test_imitation_then_refinement_from_the_cost():
+    X = _points(64, 5, seed=10)
+    est = PointerNetworkOrderer(random_state=0, **TINY).fit(X, np.tile(np.arange(5), (64, 1)))
+    est.set_params(cost="tour", warm_start=True, epochs=2).fit(X)
+    assert est.n_iter_ == 3 and len(est.history_["loss"]) == 3
+    assert est.network_params_["hidden_size"] == 8
