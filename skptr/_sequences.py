@@ -87,6 +87,13 @@ def _as_numeric_array(sample, label):
             "numbers, one number or one vector of numbers per step (convert texts, dates "
             "and times to numbers first)."
         )
+    if array.dtype == object and any(
+        isinstance(item, np.datetime64 | np.timedelta64) for item in array.flat
+    ):  # NumPy would turn them into counts of days or seconds
+        raise NonNumericSequenceError(
+            f"{label} holds dates or times; skptr sequence estimators need numbers (convert "
+            "dates and times to numbers first)."
+        )
     if array.dtype == object or not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
         try:
             array = array.astype(np.float64)

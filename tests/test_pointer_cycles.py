@@ -95,7 +95,8 @@ def cyclic_hull_model(hull_data):
 
 def test_trains_on_the_leftmost_rotation(cyclic_hull_model, hull_data):
     X, y = hull_data
-    (_, targets, _), _ = cyclic_hull_model._prepare_training_data(X[:50], y[:50], reset=False)
+    data, _ = cyclic_hull_model._prepare_training_data(X[:50], y[:50], reset=False)
+    targets = data.targets
     for points, hull, target in zip(X[:50], y[:50], targets, strict=True):
         assert target[0] == hull[np.argmin(points[hull, 0])]
         assert target[len(hull)] == 6  # the end of the output stays last

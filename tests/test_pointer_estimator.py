@@ -308,6 +308,7 @@ def test_learns_convex_hull_far_above_chance():
     assert position_accuracy(y[3500:], predicted) >= 0.65
 
 
+@once
 def test_attention_encoder_learns_to_order_points_and_ignores_their_order():
     rng = np.random.default_rng(100)
     X = rng.random((1000, 5, 2))

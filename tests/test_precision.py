@@ -6,6 +6,7 @@ import threading
 import keras
 import numpy as np
 import pytest
+from _marks import once
 
 from skptr import NeuralStackTransducer, PointerNetworkOrderer, load
 
@@ -77,6 +78,7 @@ def test_mixed_float16_scales_the_loss_also_across_initialisations():
     assert float(est.network_.optimizer.dynamic_scale) > 1.0
 
 
+@once
 def test_none_follows_keras_global_policy_of_the_fitting_thread(global_policy):
     X, y = _sorting(64, seed=3)
     global_policy("mixed_bfloat16")

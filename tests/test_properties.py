@@ -67,6 +67,8 @@ def _accepts(constraint, value):
         return isinstance(value, str) and value in constraint.options
     if constraint is numbers.Real:
         return isinstance(value, numbers.Real) and _finite(value)
+    if constraint is callable:
+        return callable(value)
     if isinstance(constraint, Interval):
         if not isinstance(value, constraint.type):
             return False

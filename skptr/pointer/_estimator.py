@@ -336,12 +336,12 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
     # ------------------------------------------------------------- inference
     def _decoded(self, X):
         """The orderings and pointer distributions ``predict`` and ``predict_proba``
-        return for ``X``, and the validated sequences."""
+        return for ``X``, the validated sequences and the codec."""
         self._check_fitted()
         codec = PointerCodec.of(self)
         sequences = codec.sequences(X)
         samples = None if self.cost is None else given_form(X, sequences)
-        return decode_sequences(self, sequences, codec, samples), sequences
+        return decode_sequences(self, sequences, codec, samples), sequences, codec
 
     @inference_method
     def predict(self, X):
@@ -408,12 +408,11 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         """
         if y is None and self.cost is None:
             raise ValueError("score(X) without y needs a cost to score with; set cost=...")
-        (predictions, _), sequences = self._decoded(X)
+        (predictions, _), sequences, codec = self._decoded(X)
         if y is None:
             samples = given_form(X, sequences)
             ids = np.arange(sequences.n_samples)
             return -float(np.mean(call_cost(self.cost, samples, predictions, ids)))
-        codec = PointerCodec.of(self)
         orderings, lengths = check_orderings(y, sequences.lengths)
         orderings = codec.canonical(orderings, lengths)
         return _checked_position_accuracy(orderings, predictions, sequences.values)
