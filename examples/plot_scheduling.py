@@ -41,7 +41,7 @@ def draw_jobs(n_samples, n_jobs, rng):
 
 rng = np.random.default_rng(0)
 n_jobs = 10
-X_train, X_test = draw_jobs(8000, n_jobs, rng), draw_jobs(500, n_jobs, rng)
+X_train, X_test = draw_jobs(6000, n_jobs, rng), draw_jobs(500, n_jobs, rng)
 
 # %%
 # Learning from the cost
@@ -54,7 +54,7 @@ est = PointerNetworkOrderer(
     num_layers=2,
     hidden_size=64,
     cost=total_weighted_tardiness,
-    epochs=8,
+    epochs=6,
     batch_size=64,
     random_state=0,
 )
