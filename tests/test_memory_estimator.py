@@ -8,7 +8,7 @@ import keras
 import numpy as np
 import pytest
 from _files import set_network_params, tampered
-from _marks import once
+from _marks import once, once_on_jax
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
@@ -569,7 +569,7 @@ def _strings(rng, task, n_samples, low, high):
 @pytest.mark.parametrize(
     ("task", "memory", "seed"),
     [
-        ("reversal", "stack", 7),
+        pytest.param("reversal", "stack", 7, marks=once_on_jax),
         pytest.param("copy", "queue", 2, marks=once),
         pytest.param("copy", "deque", 1, marks=once),
     ],
