@@ -31,10 +31,12 @@ test test-jax: export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS ?= 0
 test test-jax: export JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES ?= 0
 
 # The multi-device tests run in a pytest process of their own, since the backends fix
-# their devices when they start (tests/devices/conftest.py sets up two virtual CPUs).
+# their devices when they start (tests/devices/conftest.py sets up two virtual CPUs);
+# the module of the long two-process fit first, so that it does not start last.
+DEVICE_TESTS := tests/devices/test_several_processes.py tests/devices/test_devices.py
 test: $(STAMP)
 	$(PYTEST) --durations=15 --ignore=tests/devices
-	$(PYTEST) --durations=5 tests/devices
+	$(PYTEST) --durations=5 $(DEVICE_TESTS)
 	$(BIN)/ruff check .
 
 # The estimator, persistence, model-selection and learning tests on Keras' JAX backend,
@@ -52,7 +54,7 @@ JAX_TESTS ?= tests/test_pointer_estimator.py tests/test_pointer_network.py \
 
 test-jax: $(STAMP)
 	KERAS_BACKEND=jax $(PYTEST) --durations=15 $(JAX_TESTS)
-	KERAS_BACKEND=jax $(PYTEST) --durations=5 tests/devices
+	KERAS_BACKEND=jax $(PYTEST) --durations=5 $(DEVICE_TESTS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

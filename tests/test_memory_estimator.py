@@ -473,6 +473,7 @@ def test_the_least_stalled_initialisation_is_retrained_with_its_noise_start(monk
     assert est.state_bptt_steps_ is None  # initialisation 3's truncation: 0, None, 0, None
 
 
+@once_on_jax
 def test_a_real_stalled_run_stops_after_its_first_epochs():
     from skptr.memory._curriculum import STALL_EPOCHS
 
@@ -571,7 +572,7 @@ def _strings(rng, task, n_samples, low, high):
     [
         pytest.param("reversal", "stack", 7, marks=once_on_jax),
         pytest.param("copy", "queue", 2, marks=once),
-        pytest.param("copy", "deque", 1, marks=once),
+        pytest.param("copy", "deque", 1, marks=once_on_jax),
     ],
 )
 def test_learns_the_algorithm_and_generalises_far(task, memory, seed):
