@@ -107,6 +107,7 @@ def test_unsupported_policies_fail_before_training(global_policy):
 
 
 @pytest.mark.slow
+@once
 def test_mixed_bfloat16_learns_to_sort():
     # Measured on TensorFlow, random_state 0 / 1: float32 0.976 / 0.984, mixed_bfloat16
     # 0.976 / 0.978.
