@@ -231,7 +231,7 @@ def transducer_speed(config, log):
             # XLA only from 400 steps; on JAX always), and one epoch traces the
             # training step before the timed repeats.
             with Stopwatch() as cold:
-                (streams, targets, _), encoding = est._prepare_training_data(X, y, reset=True)
+                (streams, targets, *_), encoding = est._prepare_training_data(X, y, reset=True)
                 est.__dict__.update(encoding)
                 est.state_bptt_steps_ = resolve_settings(est.get_params(), len(X)).first_bptt_steps
                 est.network_params_ = {name: getattr(est, name) for name in est._network_params}
@@ -528,7 +528,7 @@ def _overhead_row(name, estimator, X, y, config):
     est = clone(estimator).set_params(warm_start=True)
     with Stopwatch() as cold:
         est.fit(X, y)
-    (keras_input, targets, _), _ = est._prepare_training_data(X, y, reset=False)
+    (keras_input, targets, *_), _ = est._prepare_training_data(X, y, reset=False)
     est.fit(X, y)  # a warm call first, in case anything is traced lazily
     sk_seconds, keras_seconds, prepare_seconds = [], [], []
 
