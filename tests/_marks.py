@@ -10,8 +10,8 @@ import pytest
 once = pytest.mark.skipif(
     keras.backend.backend() != "tensorflow", reason="backend-independent; runs once"
 )
-#: The same for a training case that runs faster on JAX (the transducer's stack
-#: reversal: 15 s against 55 s): ``make test-jax`` runs it and ``make test`` skips it.
+#: The same for a training case that runs several times faster on JAX: ``make
+#: test-jax`` runs it and ``make test`` skips it.
 once_on_jax = pytest.mark.skipif(
     keras.backend.backend() != "jax", reason="backend-independent; runs once, on JAX"
 )

@@ -33,6 +33,7 @@ __all__ = [
     "decode_encoded",
     "decode_sequences",
     "greedy_decode",
+    "repeat_encoded",
 ]
 
 
@@ -121,16 +122,23 @@ def every_start_decode(network, values, lengths):
     """Greedy decoding from every start position: row ``i * T + k`` of the outputs
     (as for :func:`greedy_decode`) starts at position ``k`` of sample ``i`` (at 0 when
     ``k`` is past the sample's end)."""
-    keys, valid, states = network.encode(values, lengths, training=False)
-    n_positions = _static_or_dynamic(keys, 1) - 1
+    encoded = network.encode(values, lengths, training=False)
+    n_positions = _static_or_dynamic(encoded[0], 1) - 1
+    lengths = ops.repeat(ops.cast(lengths, "int32"), n_positions, axis=0)
+    starts = ops.tile(ops.arange(n_positions, dtype="int32"), (ops.shape(encoded[0])[0],))
+    encoded = repeat_encoded(encoded, n_positions)
+    return decode_encoded(network, encoded, lengths, starts=ops.where(starts < lengths, starts, 0))
+
+
+def repeat_encoded(encoded, repeats):
+    """:meth:`PointerNetwork.encode` outputs with each sample's row repeated ``repeats``
+    times in a row, for several decodings of each sample."""
+    keys, valid, states = encoded
 
     def repeat(tensor):
-        return ops.repeat(tensor, n_positions, axis=0)
+        return ops.repeat(tensor, repeats, axis=0)
 
-    lengths = repeat(ops.cast(lengths, "int32"))
-    starts = ops.tile(ops.arange(n_positions, dtype="int32"), (ops.shape(keys)[0],))
-    encoded = (repeat(keys), repeat(valid), [[repeat(s) for s in layer] for layer in states])
-    return decode_encoded(network, encoded, lengths, starts=ops.where(starts < lengths, starts, 0))
+    return repeat(keys), repeat(valid), [[repeat(s) for s in layer] for layer in states]
 
 
 def decode_encoded(network, encoded, lengths, *, noise=None, starts=None):
@@ -330,7 +338,7 @@ def _decoding(estimator, n_positions):
     return "greedy", 1
 
 
-def _cheapest(outputs, method, n_candidates, estimator, sequences, samples, first):
+def _cheapest(outputs, method, n_candidates, estimator, codec, sequences, samples, first):
     """The outputs of the cheapest candidate of each sample, for the samples from
     ``first`` on (rows past the last sample keep their first candidate)."""
     orderings = np.asarray(outputs["orderings"])
@@ -346,7 +354,6 @@ def _cheapest(outputs, method, n_candidates, estimator, sequences, samples, firs
     sample, option = np.nonzero(possible)
     chosen_rows = sample * n_candidates + option
     candidates = orderings[chosen_rows].astype(np.int64)
-    codec = PointerCodec.of(estimator)
     candidates = codec.canonical(candidates, (candidates >= 0).sum(axis=1))
     costs = np.full((n_rows, n_candidates), np.inf)
     costs[sample, option] = call_cost(
@@ -411,7 +418,7 @@ def decode_sequences(estimator, sequences, codec, samples=None):
             outputs = estimator._predict_on_batch(decoder, batch, batch_size)
             if n_candidates > 1 and estimator.cost is not None:
                 outputs = _cheapest(
-                    outputs, method, n_candidates, estimator, sequences, samples, start
+                    outputs, method, n_candidates, estimator, codec, sequences, samples, start
                 )
             batches.append(outputs)
     outputs = {key: np.concatenate([np.asarray(b[key]) for b in batches]) for key in batches[0]}

@@ -24,7 +24,7 @@ from .._training import WEIGHT_COPIES
 from . import _sizes
 from ._codec import PointerCodec
 from ._costs import CostErrors, call_cost, check_cost_applies, samples_at
-from ._decoding import decode_encoded
+from ._decoding import decode_encoded, repeat_encoded
 
 __all__ = [
     "SAMPLED_ROLLOUTS",
@@ -41,9 +41,9 @@ SAMPLED_ROLLOUTS = 16
 _UNIFORM_MARGIN = 1e-6
 
 
-def rollout_count(cycle, n_positions):
-    """Rollouts per training instance: every start of a cycle, else the samples."""
-    return n_positions if cycle is not None else SAMPLED_ROLLOUTS
+def rollout_count(every_start, n_positions):
+    """Rollouts per training instance: one per start element, or the samples."""
+    return n_positions if every_start else SAMPLED_ROLLOUTS
 
 
 def graph_length(values, orderings, closed):
@@ -128,14 +128,13 @@ class CostTrainer(NetworkWrapper):
             orderings = decode_encoded(network, encoded, lengths)[0]
             return self.cost(values, lengths, orderings, index)
         n_samples, n_positions = ops.shape(values)[0], ops.shape(values)[1]
-        n_rollouts = n_positions if self.every_start else SAMPLED_ROLLOUTS
+        n_rollouts = rollout_count(self.every_start, n_positions)
         rollouts = n_samples * n_rollouts
 
         def repeat(tensor):
             return ops.repeat(tensor, n_rollouts, axis=0)
 
-        keys, valid, states = encoded
-        encoded = (repeat(keys), repeat(valid), [[repeat(s) for s in layer] for layer in states])
+        encoded = repeat_encoded(encoded, n_rollouts)
         lengths, values, index = repeat(lengths), repeat(values), repeat(index)
         weights = ops.ones((rollouts,), "float32")
         starts = None
@@ -189,7 +188,8 @@ def cost_training_model(estimator, network, data, seed):
     cost, cycle = estimator.cost, estimator.cycle
     check_cost_applies(cost, network.allow_end)
     n_positions = data.n_steps
-    rows = min(int(estimator.batch_size), len(data.lengths)) * rollout_count(cycle, n_positions)
+    batch = min(int(estimator.batch_size), len(data.lengths))
+    rows = batch * rollout_count(cycle is not None, n_positions)
     estimator._check_memory(
         "a training step from a cost",
         WEIGHT_COPIES * _sizes.weight_count(estimator)
