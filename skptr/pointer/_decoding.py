@@ -333,9 +333,7 @@ def _decoding(estimator, n_positions):
         return estimator.decode, beams
     if estimator.decode == "beam":
         return "beams", beams
-    if estimator.network_params_["cycle"] is not None:
-        return "every_start", n_positions
-    return "greedy", 1
+    return "every_start", n_positions
 
 
 def _cheapest(outputs, method, n_candidates, estimator, codec, sequences, samples, first):
@@ -369,7 +367,7 @@ def decode_sequences(estimator, sequences, codec, samples=None):
 
     The sequences are decoded in batches of about 2,048 rows (see
     :func:`~skptr.pointer._sizes.decoder_batch_size`) after checking that a batch fits
-    in memory. With a cost, each sample's candidates (its final beam, or for cycles its
+    in memory. With a cost, each sample's candidates (its final beam, or its
     greedy orderings from every start) are scored and the cheapest kept.
 
     Parameters

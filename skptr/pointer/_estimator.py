@@ -81,8 +81,8 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         Decoding used by ``predict``, ``predict_proba`` and ``score``. ``"beam"``
         helps where an early choice constrains later ones, as on tours; it can be
         switched after fitting with ``set_params``. With a ``cost``, beam search
-        returns the cheapest ordering of its final beam, and greedy decoding of
-        cycles runs from every start element and returns the cheapest.
+        returns the cheapest ordering of its final beam, and greedy decoding runs
+        from every start element and returns the cheapest.
     beam_width : int, default=5
         Hypotheses kept per sample when ``decode="beam"``; 3 is usually enough.
     cycle : {None, "directed", "undirected"}, default=None
