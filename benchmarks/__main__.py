@@ -23,6 +23,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 SECTIONS = (
     "pointer_vs_torch",
     "pointer_budget",
+    "cost_learning",
     "pointer_speed",
     "transducer_speed",
     "transducer_decoding",
@@ -77,6 +78,29 @@ SVO_ERRORS = {
     "n_train": 2000,
     "n_test": 200,
     "params": {},
+}
+
+#: ``cost_learning``: the user guide's recommended settings for tours and schedules,
+#: learned from the cost alone for 1,200 s (tsp20) and 600 s (smtwt20).
+COST_LEARNING = {
+    "tasks": ["smtwt20", "tsp20"],
+    "seeds": [0, 1, 2],
+    "seconds": {"tsp20": 1200, "smtwt20": 600},
+    "params": {
+        task: {
+            "encoder": "attention",
+            "num_layers": 2,
+            "hidden_size": 128,
+            "attention": "general",
+            "batch_size": 64,
+            "learning_rate": 2e-3,
+        }
+        for task in ("tsp20", "smtwt20")
+    },
+    "n_pool": {"tsp20": 200_000, "smtwt20": 200_000},
+    "n_test": 1000,
+    "beam_width": 16,
+    "host_cost_seconds": 60,
 }
 
 SEEDS = [0, 1, 2, 3, 4]
@@ -167,6 +191,14 @@ def configuration(quick):
                     "time budget, cycle": CYCLES_PRESET,
                 },
                 "preset_tasks": {"time budget": ["hull10"], "time budget, cycle": ["hull10"]},
+            },
+            "cost_learning": {
+                **COST_LEARNING,
+                "seeds": [0],
+                "seconds": {"tsp20": 5, "smtwt20": 5},
+                "n_pool": {"tsp20": 256, "smtwt20": 256},
+                "n_test": 16,
+                "host_cost_seconds": 0,
             },
             "pointer_speed": {
                 "tasks": ["sort8"],
@@ -311,6 +343,7 @@ def configuration(quick):
                 "time budget, cycle": ["hull10", "tsp10"],
             },
         },
+        "cost_learning": COST_LEARNING,
         "pointer_speed": {
             "tasks": ["sort8", "hull10", "tsp10"],
             "hidden_sizes": [128, 256],
@@ -464,11 +497,12 @@ def main(argv=None):
         print(f"[{time.perf_counter() - start:7.1f} s] {message}", flush=True)
 
     if not args.report_only:
-        from . import budget, precision, quality, speed
+        from . import budget, cost_learning, precision, quality, speed
 
         runners = {
             "pointer_vs_torch": budget.pointer_vs_torch,
             "pointer_budget": budget.pointer_budget,
+            "cost_learning": cost_learning.cost_learning,
             "pointer_speed": speed.pointer_speed,
             "transducer_speed": speed.transducer_speed,
             "transducer_decoding": speed.transducer_decoding,

@@ -653,6 +653,59 @@ def _budget_context(section):
     }
 
 
+def _cost_learning_context(section):
+    """Rows of the cost-learning section: the rules, each seed, and mean and worst."""
+    results = section["results"]
+    learned = [r for r in results if r["method"] == "skptr"]
+    rows = [
+        [r["task"], r["method"], "", "", f"{r['ratio']:.3f}", ""]
+        for r in results
+        if r["method"] not in ("skptr", "host_cost")
+    ]
+    for task in dict.fromkeys(r["task"] for r in learned):
+        runs = [r for r in learned if r["task"] == task]
+        for decoding in runs[0]["decodings"]:
+            ratios = [r["decodings"][decoding]["ratio"] for r in runs]
+            ms = np.mean([r["decodings"][decoding]["ms_per_instance"] for r in runs])
+            for r, ratio in zip(runs, ratios, strict=True):
+                t = r["training"]
+                rows.append(
+                    [
+                        task,
+                        f"skptr, {decoding}",
+                        f"random_state={r['seed']}",
+                        f"{t['seconds']:.0f} s, {t['instances']:,} instances "
+                        f"({t['instances_per_s']:.0f} / s)",
+                        f"{ratio:.3f}",
+                        "",
+                    ]
+                )
+            rows.append(
+                [
+                    task,
+                    f"skptr, {decoding}",
+                    "mean (worst)",
+                    "",
+                    f"{np.mean(ratios):.3f} ({max(ratios):.3f})",
+                    f"{ms:.2f}",
+                ]
+            )
+    host = [
+        [r["cost"], f"{r['instances_per_s']:.1f}"] for r in results if r["method"] == "host_cost"
+    ]
+    params = {r["task"]: r["params"] for r in learned}
+    return {
+        "commit": section["device"].get("skptr_commit", "?"),
+        "backend": learned[0]["backend"] if learned else "?",
+        "n_test": {r["task"]: r["n_test"] for r in learned},
+        "params": [
+            (task, ", ".join(f"`{k}={v!r}`" for k, v in p.items())) for task, p in params.items()
+        ],
+        "rows": rows,
+        "host": host,
+    }
+
+
 def _pointer_speed_context(rows):
     beams = [k[:-10] for k in rows[0] if k.startswith("beam") and k.endswith("_seq_per_s")]
     header = ["backend", "task", "hidden", "train", "ref. train", "ratio", "work", "greedy"]
@@ -926,6 +979,9 @@ def report_context(data, run):
             if name in data
         ],
         "budget": _budget_context(data["pointer_budget"]) if "pointer_budget" in data else None,
+        "cost_learning": _cost_learning_context(data["cost_learning"])
+        if "cost_learning" in data
+        else None,
         "pointer_speed": section("pointer_speed", _pointer_speed_context),
         "transducer_speed": section("transducer_speed", _transducer_speed_context),
         "restarts": section("transducer_restarts", _restarts_rows),
