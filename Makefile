@@ -29,8 +29,9 @@ PYTEST := $(BIN)/python -m pytest -q -n 2 --dist worksteal
 test test-jax: export JAX_COMPILATION_CACHE_DIR ?= $(abspath $(VENV))/jax-compilation-cache
 test test-jax: export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS ?= 0
 test test-jax: export JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES ?= 0
-# Most of a JAX test's time is compiling small models, for a few steps each: a lower
-# LLVM optimisation level compiles faster and runs them about as fast.
+# Most of a JAX test's time (and of the JAX subprocesses of make test) is compiling
+# small models for a few steps each: a lower LLVM optimisation level compiles faster
+# and runs them about as fast.
 test test-jax: export XLA_FLAGS ?= --xla_backend_optimization_level=1
 
 # The multi-device tests run in a pytest process of their own, since the backends fix

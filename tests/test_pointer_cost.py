@@ -205,6 +205,14 @@ def _fails_after_the_first_call(X, orderings):
     return user_tour(X, orderings)
 
 
+def test_greedy_decoding_with_a_cost_tries_every_start_without_cycles_too():
+    X = _points(64, 6, seed=4)
+    est = PointerNetworkOrderer(cost="path", random_state=0, **TINY).fit(X)
+    every_start = path_length(X, est.predict(X))
+    greedy = path_length(X, est.set_params(cost=None).predict(X))
+    assert np.all(every_start <= greedy + 1e-9) and every_start.mean() < greedy.mean()
+
+
 @pytest.mark.parametrize(
     ("cost", "message"),
     [

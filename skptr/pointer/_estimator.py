@@ -82,7 +82,8 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         helps where an early choice constrains later ones, as on tours; it can be
         switched after fitting with ``set_params``. With a ``cost``, beam search
         returns the cheapest ordering of its final beam, and greedy decoding runs
-        from every start element and returns the cheapest.
+        from every start element (``n`` times the work for ``n`` elements) and
+        returns the cheapest.
     beam_width : int, default=5
         Hypotheses kept per sample when ``decode="beam"``; 3 is usually enough.
     cycle : {None, "directed", "undirected"}, default=None
