@@ -75,13 +75,14 @@ def optimal_tardiness(X, chunk=16):
     n_jobs = X.shape[1]
     masks = np.arange(2**n_jobs)
     members = ((masks[:, None] >> np.arange(n_jobs)) & 1).astype(bool)
+    member_times = members.astype(np.float64)  # cast once, not per chunk
     sizes = members.sum(axis=1)
     by_size = [masks[sizes == size] for size in range(n_jobs + 1)]
     with_job = [[subsets[members[subsets, job]] for job in range(n_jobs)] for subsets in by_size]
     result = np.empty(len(X))
     for start in range(0, len(X), chunk):
         part = X[start : start + chunk]
-        finish = members @ part[..., 0].T  # (2**n_jobs, chunk)
+        finish = member_times @ part[..., 0].T  # (2**n_jobs, chunk)
         best = np.full((2**n_jobs, len(part)), np.inf)
         best[0] = 0.0
         for size in range(1, n_jobs + 1):
