@@ -139,6 +139,28 @@ def test_decoding_with_a_cost_keeps_the_cheapest_candidate():
     np.testing.assert_allclose(distributions.sum(axis=2), 1, atol=1e-5)
 
 
+def test_sampled_decoding_keeps_the_cheapest_or_the_likeliest_draw():
+    X = _points(64, 6, seed=5)
+    est = PointerNetworkOrderer(cost="tour", random_state=0, **TINY).fit(X)
+
+    def predict_with_log_likelihood():
+        orderings = est.predict(X)
+        chosen = np.take_along_axis(est.predict_proba(X), orderings[:, :, None], axis=2)
+        return orderings, np.log(chosen).sum(axis=(1, 2))
+
+    est.set_params(cost=None)
+    greedy, greedy_likelihood = predict_with_log_likelihood()
+    est.set_params(decode="sample", sample_size=8)
+    _, sampled_likelihood = predict_with_log_likelihood()
+    assert np.all(sampled_likelihood >= greedy_likelihood - 1e-5)
+    greedy = tour_length(X, greedy)
+    est.set_params(cost=user_tour)
+    cheapest = tour_length(X, est.predict(X))
+    assert np.all(cheapest <= greedy + 1e-9) and cheapest.mean() < greedy.mean()
+    np.testing.assert_array_equal(tour_length(X, est.predict(X)), cheapest)  # same draws
+    assert est.score(X) == pytest.approx(-cheapest.mean())
+
+
 @once
 def test_fit_without_targets_needs_a_cost():
     with pytest.raises(ValueError, match=r"requires y to be passed.*or a cost"):

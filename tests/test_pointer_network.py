@@ -436,3 +436,33 @@ def test_attention_encoder_ignores_padding():
         np.asarray(padded_states[0][0]), np.asarray(states[0][0]), atol=1e-5
     )
     assert not np.asarray(valid)[:, 4:7].any()
+
+
+def test_sampled_decodings_follow_the_pointer_distribution():
+    network = _network(hidden_size=16)
+    values, lengths = _random_batch(np.random.RandomState(7), [3, 2])
+    for weight in network.attention.weights:  # a distribution far from uniform
+        weight.assign(weight * 4)
+    n_draws = 1500
+    orderings, _, log_likelihood = (
+        np.asarray(t) for t in _decoding.sample_decode(network, values, lengths, n_draws, seed=3)
+    )
+    greedy = np.asarray(greedy_decode(network, values, lengths)[0])
+    np.testing.assert_array_equal(orderings[::n_draws], greedy)
+    _check_valid(orderings, np.repeat(lengths, n_draws), allow_end=False)
+    expected = _teacher_forced_log_likelihood(
+        network, np.repeat(values, n_draws, 0), np.repeat(lengths, n_draws), orderings
+    )
+    np.testing.assert_allclose(log_likelihood, expected, atol=1e-4)
+    permutations = np.array(list(itertools.permutations(range(3))), "int32")
+    probabilities = np.exp(
+        _teacher_forced_log_likelihood(
+            network, np.repeat(values[:1], 6, 0), np.full(6, 3, "int32"), permutations
+        )
+    )
+    drawn = orderings[1:n_draws]
+    frequencies = [np.mean(np.all(drawn == p, axis=1)) for p in permutations]
+    assert probabilities.max() > 0.3  # the check below is not one of a uniform draw
+    np.testing.assert_allclose(frequencies, probabilities, atol=0.05)
+    again = np.asarray(_decoding.sample_decode(network, values, lengths, n_draws, seed=3)[0])
+    np.testing.assert_array_equal(again, orderings)  # an int seed fixes the draws

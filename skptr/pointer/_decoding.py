@@ -1,6 +1,6 @@
-"""Batched greedy and beam-search decoding of a :class:`PointerNetwork`.
+"""Batched greedy, beam-search and sampled decoding of a :class:`PointerNetwork`.
 
-Both decoders loop over output steps with a scan (:func:`skptr._backend.scan`) inside a
+The decoders loop over output steps with a scan (:func:`skptr._backend.scan`) inside a
 Keras model, so ``model.predict`` runs them as one compiled graph per batch; there is no
 Python loop over samples or steps at run time. At every step, padding positions and
 positions already chosen get exactly zero probability, so every decoded ordering is
@@ -33,8 +33,14 @@ __all__ = [
     "decode_encoded",
     "decode_sequences",
     "greedy_decode",
+    "gumbel_noise",
     "repeat_encoded",
+    "sample_decode",
 ]
+
+#: The uniform noise behind the Gumbel noise stays this far from 0 and 1, so that the
+#: noise is finite and a masked position (logit -1e9) is never sampled.
+_UNIFORM_MARGIN = 1e-6
 
 
 def _static_or_dynamic(tensor, axis):
@@ -128,6 +134,33 @@ def every_start_decode(network, values, lengths):
     starts = ops.tile(ops.arange(n_positions, dtype="int32"), (ops.shape(encoded[0])[0],))
     encoded = repeat_encoded(encoded, n_positions)
     return decode_encoded(network, encoded, lengths, starts=ops.where(starts < lengths, starts, 0))
+
+
+def gumbel_noise(n_positions, n_rows, seed):
+    """Standard Gumbel noise for decoding ``n_rows`` rows of ``n_positions`` positions
+    (shape ``(T, n, T + 1)``, see :func:`greedy_decode`); ``seed`` is an int (the same
+    noise on every call) or a :class:`keras.random.SeedGenerator`."""
+    uniform = keras.random.uniform(
+        (n_positions, n_rows, n_positions + 1),
+        minval=_UNIFORM_MARGIN,
+        maxval=1.0 - _UNIFORM_MARGIN,
+        seed=seed,
+    )
+    return -ops.log(-ops.log(uniform))
+
+
+def sample_decode(network, values, lengths, n_draws, seed):
+    """Decode each sample ``n_draws`` times: row ``i * n_draws`` of the outputs (as for
+    :func:`greedy_decode`) is sample ``i``'s greedy ordering, the other rows draw each
+    choice from the pointer distribution (the noise is fixed by the int ``seed``)."""
+    encoded = network.encode(values, lengths, training=False)
+    n_positions = _static_or_dynamic(encoded[0], 1) - 1
+    n_rows = ops.shape(encoded[0])[0] * n_draws
+    noise = gumbel_noise(n_positions, n_rows, seed)
+    drawn = ops.tile(ops.arange(n_draws) > 0, (ops.shape(encoded[0])[0],))
+    noise = noise * ops.cast(drawn, noise.dtype)[None, :, None]
+    lengths = ops.repeat(ops.cast(lengths, "int32"), n_draws, axis=0)
+    return decode_encoded(network, repeat_encoded(encoded, n_draws), lengths, noise=noise)
 
 
 def repeat_encoded(encoded, repeats):
@@ -293,12 +326,13 @@ class PointerDecoder(NetworkWrapper):
     ----------
     network : PointerNetwork
         The trained network (weights are shared, not copied).
-    method : {"greedy", "beam", "beams", "every_start"}
+    method : {"greedy", "beam", "beams", "every_start", "sample"}
         Decoding strategy: greedy, beam search (its best hypothesis, or with
-        ``"beams"`` every hypothesis of the final beam), or greedy from every start
-        (:func:`every_start_decode`).
+        ``"beams"`` every hypothesis of the final beam), greedy from every start
+        (:func:`every_start_decode`), or ``beam_width`` decodings of each sample
+        (:func:`sample_decode`, seeded by the network's seed), every one returned.
     beam_width : int
-        Beam width of beam search.
+        Beam width of beam search, or decodings per sample.
     """
 
     def __init__(self, network, method="greedy", beam_width=5, **kwargs):
@@ -313,6 +347,10 @@ class PointerDecoder(NetworkWrapper):
             result = beam_decode(self.network, values, lengths, self.beam_width, all_beams)
         elif self.method == "every_start":
             result = every_start_decode(self.network, values, lengths)
+        elif self.method == "sample":
+            result = sample_decode(
+                self.network, values, lengths, self.beam_width, int(self.network.seed)
+            )
         else:
             result = greedy_decode(self.network, values, lengths)
         orderings, distributions, log_likelihood = result
@@ -325,7 +363,9 @@ class PointerDecoder(NetworkWrapper):
 
 def _decoding(estimator, n_positions):
     """The decoder's method for ``estimator`` and its candidates per sample (several:
-    the cheapest is kept)."""
+    the cheapest, or without a cost the likeliest, is kept)."""
+    if estimator.decode == "sample":
+        return "sample", int(estimator.sample_size)
     beams = _sizes.beams(
         estimator.decode, int(estimator.beam_width), n_positions, estimator.ordered_subsets_
     )
@@ -336,27 +376,33 @@ def _decoding(estimator, n_positions):
     return "every_start", n_positions
 
 
-def _cheapest(outputs, method, n_candidates, estimator, codec, sequences, samples, first):
-    """The outputs of the cheapest candidate of each sample, for the samples from
-    ``first`` on (rows past the last sample keep their first candidate)."""
+def _best_candidates(outputs, method, n_candidates, estimator, codec, sequences, samples, first):
+    """The outputs of the best candidate of each sample, for the samples from ``first``
+    on: the cheapest with a cost, else the likeliest (rows past the last sample keep
+    their first candidate)."""
     orderings = np.asarray(outputs["orderings"])
+    likelihood = np.asarray(outputs["log_likelihood"])
     n_rows = len(orderings) // n_candidates
     rows = np.arange(n_rows)
     ids = np.arange(first, min(first + n_rows, sequences.n_samples))
     lengths = sequences.lengths[ids]
     if method == "every_start":
         possible = np.arange(n_candidates)[None, :] < lengths[:, None]
+    elif method == "sample":
+        possible = np.ones((len(ids), n_candidates), dtype=bool)
     else:  # a short sample's beam may hold impossible hypotheses
-        likelihood = np.asarray(outputs["log_likelihood"]).reshape(n_rows, n_candidates)
-        possible = likelihood[: len(ids)] > NEGATIVE_LOGIT / 2
+        possible = likelihood.reshape(n_rows, n_candidates)[: len(ids)] > NEGATIVE_LOGIT / 2
     sample, option = np.nonzero(possible)
     chosen_rows = sample * n_candidates + option
-    candidates = orderings[chosen_rows].astype(np.int64)
-    candidates = codec.canonical(candidates, (candidates >= 0).sum(axis=1))
     costs = np.full((n_rows, n_candidates), np.inf)
-    costs[sample, option] = call_cost(
-        estimator.cost, samples_at(samples, ids[sample]), candidates, ids[sample]
-    )
+    if estimator.cost is None:
+        costs[sample, option] = -likelihood[chosen_rows]
+    else:
+        candidates = orderings[chosen_rows].astype(np.int64)
+        candidates = codec.canonical(candidates, (candidates >= 0).sum(axis=1))
+        costs[sample, option] = call_cost(
+            estimator.cost, samples_at(samples, ids[sample]), candidates, ids[sample]
+        )
     best = rows * n_candidates + np.where(rows < len(ids), np.argmin(costs, axis=1), 0)
     return {key: np.asarray(value)[best] for key, value in outputs.items()}
 
@@ -367,8 +413,9 @@ def decode_sequences(estimator, sequences, codec, samples=None):
 
     The sequences are decoded in batches of about 2,048 rows (see
     :func:`~skptr.pointer._sizes.decoder_batch_size`) after checking that a batch fits
-    in memory. With a cost, each sample's candidates (its final beam, or its
-    greedy orderings from every start) are scored and the cheapest kept.
+    in memory. With a cost, each sample's candidates (its final beam, its greedy
+    orderings from every start, or its samples) are scored and the cheapest kept;
+    without, the likeliest of its samples is kept.
 
     Parameters
     ----------
@@ -401,7 +448,7 @@ def decode_sequences(estimator, sequences, codec, samples=None):
         beams=n_candidates,
     )
     n_rows = estimator._inference_rows(sequences.n_samples, batch_size)
-    width = n_candidates if method in ("beam", "beams") else 1
+    width = n_candidates if method in ("beam", "beams", "sample") else 1
     decoder = estimator._inference_model(
         ("decoder", method, width),
         lambda network: PointerDecoder(network, method=method, beam_width=width),
@@ -414,8 +461,8 @@ def decode_sequences(estimator, sequences, codec, samples=None):
         for start in range(0, n_rows, batch_size):
             batch = take(inputs, slice(start, start + batch_size))
             outputs = estimator._predict_on_batch(decoder, batch, batch_size)
-            if n_candidates > 1 and estimator.cost is not None:
-                outputs = _cheapest(
+            if n_candidates > 1 and (estimator.cost is not None or method == "sample"):
+                outputs = _best_candidates(
                     outputs, method, n_candidates, estimator, codec, sequences, samples, start
                 )
             batches.append(outputs)

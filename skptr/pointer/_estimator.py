@@ -77,15 +77,21 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
     dropout : float, default=0.0
         Dropout on the embedding, between layers and on decoder outputs (training
         only); 0.1-0.3 when the training set is small.
-    decode : {"greedy", "beam"}, default="greedy"
+    decode : {"greedy", "beam", "sample"}, default="greedy"
         Decoding used by ``predict``, ``predict_proba`` and ``score``. ``"beam"``
-        helps where an early choice constrains later ones, as on tours; it can be
-        switched after fitting with ``set_params``. With a ``cost``, beam search
-        returns the cheapest ordering of its final beam, and greedy decoding runs
-        from every start element (``n`` times the work for ``n`` elements) and
-        returns the cheapest.
+        helps where an early choice constrains later ones, as on tours; ``"sample"``
+        decodes each sequence ``sample_size`` times, once greedily and otherwise by
+        drawing every choice from the pointer distribution, and keeps the likeliest
+        ordering (with a ``cost``, the cheapest): use it with a cost when beam search
+        keeps too many similar orderings. Either can be switched after fitting with
+        ``set_params``. With a ``cost``, beam search returns the cheapest ordering of
+        its final beam, and greedy decoding runs from every start element (``n``
+        times the work for ``n`` elements) and returns the cheapest.
     beam_width : int, default=5
         Hypotheses kept per sample when ``decode="beam"``; 3 is usually enough.
+    sample_size : int, default=16
+        Orderings decoded per sample when ``decode="sample"``. The draws are seeded by
+        the fitted model: predicting the same data again gives the same orderings.
     cycle : {None, "directed", "undirected"}, default=None
         Declares that each target is a cycle, whose rotations are the same answer
         (``"directed"``: a hull kept counter-clockwise) and, with ``"undirected"``, its
@@ -179,8 +185,9 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         "attention": [StrOptions({"additive", "dot", "general"})],
         "n_glimpses": [Interval(Integral, 0, MAX_DEPTH, closed="both")],
         "dropout": [Interval(Real, 0, 1, closed="left")],
-        "decode": [StrOptions({"greedy", "beam"})],
+        "decode": [StrOptions({"greedy", "beam", "sample"})],
         "beam_width": [Interval(Integral, 1, MAX_WIDTH, closed="both")],
+        "sample_size": [Interval(Integral, 1, MAX_WIDTH, closed="both")],
         "cycle": [None, StrOptions(set(CYCLE_KINDS))],
         "cost": [None, StrOptions(set(BUILT_IN_COSTS)), callable],
         "learning_rate_decay": [Interval(Real, 0, 1, closed="right")],
@@ -224,6 +231,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         dropout=0.0,
         decode="greedy",
         beam_width=5,
+        sample_size=16,
         cycle=None,
         cost=None,
         epochs=20,
@@ -252,6 +260,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         self.dropout = dropout
         self.decode = decode
         self.beam_width = beam_width
+        self.sample_size = sample_size
         self.cycle = cycle
         self.cost = cost
         self.epochs = epochs

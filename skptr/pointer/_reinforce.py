@@ -24,7 +24,7 @@ from .._training import WEIGHT_COPIES
 from . import _sizes
 from ._codec import PointerCodec
 from ._costs import CostErrors, call_cost, check_cost_applies, samples_at
-from ._decoding import decode_encoded, repeat_encoded
+from ._decoding import decode_encoded, gumbel_noise, repeat_encoded
 
 __all__ = [
     "SAMPLED_ROLLOUTS",
@@ -36,9 +36,6 @@ __all__ = [
 
 #: Rollouts sampled per instance when the targets are not cycles.
 SAMPLED_ROLLOUTS = 16
-#: The uniform noise behind the Gumbel noise stays this far from 0 and 1, so that the
-#: noise is finite and a masked position (logit -1e9) is never sampled.
-_UNIFORM_MARGIN = 1e-6
 
 
 def rollout_count(every_start, n_positions):
@@ -143,16 +140,9 @@ class CostTrainer(NetworkWrapper):
             inside = start < lengths
             starts = ops.where(inside, start, 0)
             weights = ops.cast(inside, "float32")
-        uniform = keras.random.uniform(
-            (n_positions, rollouts, n_positions + 1),
-            minval=_UNIFORM_MARGIN,
-            maxval=1.0 - _UNIFORM_MARGIN,
-            seed=self.seed_generator,
-        )
+        noise = gumbel_noise(n_positions, rollouts, self.seed_generator)
         frozen = keras.tree.map_structure(ops.stop_gradient, encoded)
-        orderings = decode_encoded(
-            network, frozen, lengths, noise=-ops.log(-ops.log(uniform)), starts=starts
-        )[0]
+        orderings = decode_encoded(network, frozen, lengths, noise=noise, starts=starts)[0]
         costs = ops.stop_gradient(self.cost(values, lengths, orderings, index))
         targets = _teacher_targets(orderings, lengths, network.allow_end)
         logits = network.teacher_forced_logits(encoded, targets, training=training)
