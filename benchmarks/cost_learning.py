@@ -189,6 +189,10 @@ def _decodings(est, task, config):
     decodings[f"cheapest of beam {width}"] = dict(
         cost=task["cost"], decode="beam", beam_width=width
     )
+    size = config["sample_size"]
+    decodings[f"cheapest of {size} samples"] = dict(
+        cost=task["cost"], decode="sample", sample_size=size
+    )
     scores = {}
     for name, params in decodings.items():
         est.set_params(**params)
@@ -230,8 +234,9 @@ def cost_learning(config, log):
     config : dict
         ``tasks`` (``tsp20``, ``smtwt20``), ``seconds``, ``params`` (hyperparameters,
         the user guide's recommendation) and ``n_pool`` (training instances drawn per
-        run), each a dict by task; ``seeds``, ``n_test``, ``beam_width``, and
-        ``host_cost_seconds`` (0 skips the comparison of in-graph and NumPy tour costs).
+        run: one epoch), each a dict by task; ``seeds``, ``n_test``, ``beam_width``,
+        ``sample_size`` and ``host_cost_seconds`` (0 skips the comparison of in-graph
+        and NumPy tour costs).
     log : callable
         Progress printer.
 
@@ -260,6 +265,7 @@ def cost_learning(config, log):
                 "backend": keras.backend.backend(),
                 "reference": task["reference_name"],
                 "params": config["params"][name],
+                "n_pool": config["n_pool"][name],
                 "n_test": len(task["X_test"]),
                 "training": training,
                 "decodings": _decodings(est, task, config),

@@ -675,7 +675,7 @@ def _cost_learning_context(section):
                         f"skptr, {decoding}",
                         f"random_state={r['seed']}",
                         f"{t['seconds']:.0f} s, {t['instances']:,} instances "
-                        f"({t['instances_per_s']:.0f} / s)",
+                        f"({t['instances_per_s']:.0f} / s, {t['epochs']} epochs)",
                         f"{ratio:.3f}",
                         "",
                     ]
@@ -694,12 +694,14 @@ def _cost_learning_context(section):
         [r["cost"], f"{r['instances_per_s']:.1f}"] for r in results if r["method"] == "host_cost"
     ]
     params = {r["task"]: r["params"] for r in learned}
+    pools = {r["task"]: r.get("n_pool") for r in learned}
     return {
         "commit": section["device"].get("skptr_commit", "?"),
         "backend": learned[0]["backend"] if learned else "?",
         "n_test": {r["task"]: r["n_test"] for r in learned},
         "params": [
-            (task, ", ".join(f"`{k}={v!r}`" for k, v in p.items())) for task, p in params.items()
+            (task, ", ".join(f"`{k}={v!r}`" for k, v in p.items()), pools[task])
+            for task, p in params.items()
         ],
         "rows": rows,
         "host": host,
