@@ -695,12 +695,12 @@ def _cost_learning_context(section):
     ]
     params = {r["task"]: r["params"] for r in learned}
     pools = {r["task"]: r.get("n_pool") for r in learned}
+    commits = {r["task"]: r.get("commit", section["device"].get("skptr_commit")) for r in learned}
     return {
-        "commit": section["device"].get("skptr_commit", "?"),
         "backend": learned[0]["backend"] if learned else "?",
         "n_test": {r["task"]: r["n_test"] for r in learned},
         "params": [
-            (task, ", ".join(f"`{k}={v!r}`" for k, v in p.items()), pools[task])
+            (task, ", ".join(f"`{k}={v!r}`" for k, v in p.items()), pools[task], commits[task])
             for task, p in params.items()
         ],
         "rows": rows,
