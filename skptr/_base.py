@@ -439,7 +439,9 @@ class SequenceEstimatorBase(BaseEstimator):
         # of that time.
         for name, value in self._network_params_before.items():
             state.setdefault(name, value)
-        state.setdefault("devices", None)
+        # ... and before other hyperparameters existed: their defaults.
+        for name, value in type(self)().get_params(deep=False).items():
+            state.setdefault(name, value)
         if weights is not None and "network_params_" not in state:
             # Pickled before fitted models recorded their network's hyperparameters.
             state["network_params_"] = {name: state[name] for name in self._network_params}

@@ -174,6 +174,7 @@ def test_a_save_replaces_the_file_with_usual_permissions(orderer, tmp_path):
         (PointerNetworkOrderer, {"n_glimpses": 2**70}),
         (PointerNetworkOrderer, {"hidden_size": 10**400}),
         (PointerNetworkOrderer, {"beam_width": 2**70}),
+        (PointerNetworkOrderer, {"sample_size": 2**70}),
         (PointerNetworkOrderer, {"epochs": 2**70}),
         (NeuralStackTransducer, {"n_init": 2**70}),
         (NeuralStackTransducer, {"memory_width": 10**7}),
@@ -403,6 +404,7 @@ def test_distinct_seeds_give_distinct_fits():
         ("n_iter_no_change", True),
         ("n_glimpses", False),
         ("beam_width", True),
+        ("sample_size", True),
         ("random_state", True),
     ],
 )

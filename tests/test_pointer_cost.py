@@ -13,6 +13,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 from skptr import PointerNetworkOrderer, load
 from skptr.costs import path_length, tour_length
+from skptr.pointer import _decoding
 from skptr.pointer._layers import PointerNetwork
 from skptr.pointer._reinforce import SAMPLED_ROLLOUTS, CostTrainer, graph_costs, graph_length
 
@@ -150,9 +151,14 @@ def test_sampled_decoding_keeps_the_cheapest_or_the_likeliest_draw():
 
     est.set_params(cost=None)
     greedy, greedy_likelihood = predict_with_log_likelihood()
-    est.set_params(decode="sample", sample_size=8)
+    est.set_params(decode="sample", sample_size=64)
     _, sampled_likelihood = predict_with_log_likelihood()
     assert np.all(sampled_likelihood >= greedy_likelihood - 1e-5)
+    lengths = np.full(len(X), X.shape[1], "int32")
+    draws = _decoding.sample_decode(est.network_, X.astype("float32"), lengths, 64)[2]
+    likeliest = np.asarray(draws).reshape(len(X), 64).max(axis=1)
+    assert np.any(likeliest > greedy_likelihood + 1e-4)  # some draws beat greedy
+    np.testing.assert_allclose(sampled_likelihood, likeliest, atol=1e-4)
     greedy = tour_length(X, greedy)
     est.set_params(cost=user_tour)
     cheapest = tour_length(X, est.predict(X))
@@ -204,7 +210,9 @@ def test_searches_and_cross_validation_tune_without_labels():
 @once
 def test_persistence_keeps_a_built_in_cost_by_name_and_a_function_by_reference(tmp_path):
     X = _points(64, 5, seed=7)
-    est = PointerNetworkOrderer(cost="tour", cycle="undirected", random_state=0, **TINY).fit(X)
+    est = PointerNetworkOrderer(
+        cost="tour", cycle="undirected", decode="sample", sample_size=4, random_state=0, **TINY
+    ).fit(X)
     est.save(tmp_path / "tour.skptr")
     loaded = load(tmp_path / "tour.skptr")
     assert loaded.cost == "tour"
@@ -215,6 +223,16 @@ def test_persistence_keeps_a_built_in_cost_by_name_and_a_function_by_reference(t
     np.testing.assert_array_equal(restored.predict(X), est.predict(X))
     with pytest.raises(TypeError, match=r"cost function cannot be stored.*set_params"):
         est.save(tmp_path / "function.skptr")
+
+
+@once
+def test_a_pickle_from_before_a_hyperparameter_existed_takes_its_default():
+    est = PointerNetworkOrderer(cost="tour", random_state=0, **TINY).fit(_points(32, 4, seed=8))
+    state = est.__getstate__()
+    del state["sample_size"]
+    restored = PointerNetworkOrderer.__new__(PointerNetworkOrderer)
+    restored.__setstate__(state)
+    assert restored.get_params()["sample_size"] == 16
 
 
 def _raises(X, orderings):

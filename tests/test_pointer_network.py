@@ -122,6 +122,8 @@ def test_decoded_orderings_are_always_valid(lengths, allow_end, beam_width, seed
         np.testing.assert_array_equal(distributions[i, :, length:-1], 0.0)
     beam_orderings, _, _ = beam_decode(network, values, lengths, beam_width)
     _check_valid(np.asarray(beam_orderings), lengths, allow_end)
+    sampled, _, _ = _decoding.sample_decode(network, values, lengths, beam_width, seed)
+    _check_valid(np.asarray(sampled), np.repeat(lengths, beam_width), allow_end)
 
 
 _VALIDITY_NETWORKS = {flag: _network(allow_end=flag) for flag in (False, True)}

@@ -149,16 +149,21 @@ def gumbel_noise(n_positions, n_rows, seed):
     return -ops.log(-ops.log(uniform))
 
 
-def sample_decode(network, values, lengths, n_draws, seed):
+def sample_decode(network, values, lengths, n_draws, seed=0):
     """Decode each sample ``n_draws`` times: row ``i * n_draws`` of the outputs (as for
     :func:`greedy_decode`) is sample ``i``'s greedy ordering, the other rows draw each
-    choice from the pointer distribution (the noise is fixed by the int ``seed``)."""
+    choice from the pointer distribution.
+
+    The noise of draw ``d`` is fixed by the int ``seed``, the draw and the padded length
+    alone, and shared by every sample: a sample gets the same orderings in any batch
+    of sequences padded to the same length.
+    """
     encoded = network.encode(values, lengths, training=False)
+    n_samples = ops.shape(encoded[0])[0]
     n_positions = _static_or_dynamic(encoded[0], 1) - 1
-    n_rows = ops.shape(encoded[0])[0] * n_draws
-    noise = gumbel_noise(n_positions, n_rows, seed)
-    drawn = ops.tile(ops.arange(n_draws) > 0, (ops.shape(encoded[0])[0],))
-    noise = noise * ops.cast(drawn, noise.dtype)[None, :, None]
+    noise = gumbel_noise(n_positions, n_draws, seed)
+    noise = noise * ops.cast(ops.arange(n_draws) > 0, noise.dtype)[None, :, None]
+    noise = ops.tile(noise, (1, n_samples, 1))
     lengths = ops.repeat(ops.cast(lengths, "int32"), n_draws, axis=0)
     return decode_encoded(network, repeat_encoded(encoded, n_draws), lengths, noise=noise)
 
@@ -330,7 +335,7 @@ class PointerDecoder(NetworkWrapper):
         Decoding strategy: greedy, beam search (its best hypothesis, or with
         ``"beams"`` every hypothesis of the final beam), greedy from every start
         (:func:`every_start_decode`), or ``beam_width`` decodings of each sample
-        (:func:`sample_decode`, seeded by the network's seed), every one returned.
+        (:func:`sample_decode`), every one returned.
     beam_width : int
         Beam width of beam search, or decodings per sample.
     """
@@ -348,9 +353,7 @@ class PointerDecoder(NetworkWrapper):
         elif self.method == "every_start":
             result = every_start_decode(self.network, values, lengths)
         elif self.method == "sample":
-            result = sample_decode(
-                self.network, values, lengths, self.beam_width, int(self.network.seed)
-            )
+            result = sample_decode(self.network, values, lengths, self.beam_width)
         else:
             result = greedy_decode(self.network, values, lengths)
         orderings, distributions, log_likelihood = result
@@ -441,11 +444,13 @@ def decode_sequences(estimator, sequences, codec, samples=None):
     batch_size = estimator._placement().inference.rows(
         _sizes.decoder_batch_size(int(estimator.batch_size), sequences.max_length, n_candidates)
     )
+    rows, length = batch_size * n_candidates, sequences.max_length
+    noise = rows * length * (length + 1) if method == "sample" else 0
     view._check_memory(
         "decoding",
-        _sizes.decoding_count(view, batch_size * n_candidates, sequences.max_length),
-        longest_sequence=sequences.max_length,
-        beams=n_candidates,
+        _sizes.decoding_count(view, rows, length) + noise,
+        longest_sequence=length,
+        **{"sample_size" if method == "sample" else "beams": n_candidates},
     )
     n_rows = estimator._inference_rows(sequences.n_samples, batch_size)
     width = n_candidates if method in ("beam", "beams", "sample") else 1

@@ -82,16 +82,16 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         helps where an early choice constrains later ones, as on tours; ``"sample"``
         decodes each sequence ``sample_size`` times, once greedily and otherwise by
         drawing every choice from the pointer distribution, and keeps the likeliest
-        ordering (with a ``cost``, the cheapest): use it with a cost when beam search
-        keeps too many similar orderings. Either can be switched after fitting with
-        ``set_params``. With a ``cost``, beam search returns the cheapest ordering of
-        its final beam, and greedy decoding runs from every start element (``n``
-        times the work for ``n`` elements) and returns the cheapest.
+        ordering (with a ``cost``, the cheapest). The decoding can be switched after
+        fitting with ``set_params``. With a ``cost``, beam search returns the cheapest
+        ordering of its final beam, and greedy decoding runs from every start element
+        (``n`` times the work for ``n`` elements) and returns the cheapest.
     beam_width : int, default=5
         Hypotheses kept per sample when ``decode="beam"``; 3 is usually enough.
     sample_size : int, default=16
-        Orderings decoded per sample when ``decode="sample"``. The draws are seeded by
-        the fitted model: predicting the same data again gives the same orderings.
+        Orderings decoded per sample when ``decode="sample"``. The draws are fixed: a
+        sample gets the same orderings on every call, unless the longest sequence of
+        the call (to whose length the batch is padded) changes.
     cycle : {None, "directed", "undirected"}, default=None
         Declares that each target is a cycle, whose rotations are the same answer
         (``"directed"``: a hull kept counter-clockwise) and, with ``"undirected"``, its
