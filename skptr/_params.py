@@ -14,7 +14,7 @@ from numbers import Integral, Real
 
 import keras
 import numpy as np
-from sklearn.utils._param_validation import Interval, InvalidParameterError
+from sklearn.utils._param_validation import Interval, InvalidParameterError, Options
 
 from ._devices import ALL_DEVICES
 from ._precision import global_dtype_policy
@@ -29,7 +29,12 @@ def plain(value):
 
 def _takes_numbers(constraints):
     """Whether a parameter's constraints take numbers (but not booleans)."""
-    numeric = any(isinstance(c, Interval) or c in (Integral, Real) for c in constraints)
+    numeric = any(
+        isinstance(c, Interval)
+        or (isinstance(c, Options) and issubclass(c.type, Real))
+        or c in (Integral, Real)
+        for c in constraints
+    )
     return numeric and "boolean" not in constraints
 
 

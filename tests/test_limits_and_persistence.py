@@ -405,6 +405,7 @@ def test_distinct_seeds_give_distinct_fits():
         ("n_glimpses", False),
         ("beam_width", True),
         ("sample_size", True),
+        ("symmetries", True),
         ("random_state", True),
     ],
 )

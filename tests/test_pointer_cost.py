@@ -8,14 +8,17 @@ import keras
 import numpy as np
 import pytest
 from _marks import once
+from scipy.spatial.distance import pdist
 from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.utils._param_validation import InvalidParameterError
 
 from skptr import PointerNetworkOrderer, load
+from skptr._sequences import check_numeric_sequences
 from skptr.costs import path_length, tour_length
 from skptr.pointer import _decoding
 from skptr.pointer._layers import PointerNetwork
 from skptr.pointer._reinforce import SAMPLED_ROLLOUTS, CostTrainer, graph_costs, graph_length
+from skptr.pointer._symmetries import mirror_images
 
 TINY = {"hidden_size": 8, "encoder": "attention", "epochs": 1, "batch_size": 32}
 
@@ -167,6 +170,82 @@ def test_sampled_decoding_keeps_the_cheapest_or_the_likeliest_draw():
     assert est.score(X) == pytest.approx(-cheapest.mean())
 
 
+def _mirror_image(X, image):
+    """Image ``image`` of points ``X`` (n, cities, 2): bit 1 reflects the first
+    coordinate, bit 2 the second, each about the middle of the sample's range in it,
+    and bit 4 swaps the coordinates after."""
+    low, high = X.min(axis=1, keepdims=True), X.max(axis=1, keepdims=True)
+    flipped = np.array([image & 1, image & 2], dtype=bool)
+    points = np.where(flipped, low + high - X, X)
+    return points[..., ::-1] if image & 4 else points
+
+
+def test_mirror_images_keep_every_distance_and_the_range_of_each_coordinate():
+    rng = np.random.default_rng(9)
+    ragged = [rng.random((n, 2)) * [3.0, 1.0] + [5.0, -2.0] for n in (3, 7, 5)]
+    sequences = check_numeric_sequences(ragged)
+    images = mirror_images(sequences, 8)
+    assert images.n_samples == 24
+    np.testing.assert_array_equal(images.values[::8], sequences.values)
+    for i, points in enumerate(ragged):
+        n = len(points)
+        rows = images.values[8 * i : 8 * i + 8]
+        np.testing.assert_array_equal(images.lengths[8 * i : 8 * i + 8], n)
+        assert np.all(rows[:, n:] == 0)  # padding stays padding
+        for image, row in enumerate(rows[:, :n]):
+            np.testing.assert_allclose(pdist(row), pdist(points), atol=1e-5)
+            np.testing.assert_allclose(row, _mirror_image(points[None], image)[0], atol=1e-5)
+            box = np.stack([points.min(axis=0), points.max(axis=0)])
+            box = box[:, ::-1] if image & 4 else box
+            np.testing.assert_allclose(
+                np.stack([row.min(axis=0), row.max(axis=0)]), box, atol=1e-5
+            )
+        assert len({row[:n].round(4).tobytes() for row in rows}) == 8
+
+
+def test_decoding_mirror_images_keeps_the_best_candidate_of_every_image():
+    # Points on a grid of 1/64: their reflections are exact in float32.
+    X = np.random.default_rng(10).integers(0, 64, size=(300, 6, 2)) / 64
+    est = PointerNetworkOrderer(cycle="undirected", cost="tour", random_state=0, **TINY).fit(X)
+    for decoding in ({"decode": "greedy"}, {"decode": "beam", "beam_width": 3}):
+        est.set_params(symmetries=1, **decoding)
+        each_image = np.stack(
+            [tour_length(X, est.predict(_mirror_image(X, image))) for image in range(8)]
+        )
+        est.set_params(symmetries=8)
+        mirrored = est.predict(X)
+        np.testing.assert_allclose(tour_length(X, mirrored), each_image.min(axis=0), rtol=1e-6)
+        assert tour_length(X, mirrored).mean() < each_image[0].mean()
+        # Batches of any size keep each sample's candidates together.
+        pieces = np.concatenate([est.predict(X[i : i + 7]) for i in range(0, len(X), 7)])
+        np.testing.assert_array_equal(pieces, mirrored)
+    assert est.score(X) == pytest.approx(-tour_length(X, est.predict(X)).mean())
+
+    def log_likelihood(X):
+        orderings = est.predict(X)
+        chosen = np.take_along_axis(est.predict_proba(X), orderings[:, :, None], axis=2)
+        return np.log(chosen).sum(axis=(1, 2))
+
+    est.set_params(cost=None, decode="greedy", symmetries=1)
+    each_image = np.stack([log_likelihood(_mirror_image(X, image)) for image in range(4)])
+    est.set_params(symmetries=4)
+    np.testing.assert_allclose(log_likelihood(X), each_image.max(axis=0), atol=1e-4)
+
+
+@once
+def test_mirror_images_need_points_in_the_plane():
+    X = np.random.default_rng(11).random((16, 4, 3))
+    est = PointerNetworkOrderer(cost=user_tour, symmetries=2, random_state=0, **TINY)
+    with pytest.raises(ValueError, match=r"symmetries=2 .* needs 2 features .* fitted on 3"):
+        est.fit(X)
+    assert not hasattr(est, "network_")
+    est.set_params(symmetries=1).fit(X)
+    with pytest.raises(ValueError, match=r"symmetries=8 .* needs 2 features"):
+        est.set_params(symmetries=8).predict(X)
+    with pytest.raises(InvalidParameterError, match=r"'symmetries' parameter"):
+        est.set_params(symmetries=3).fit(X)
+
+
 @once
 def test_fit_without_targets_needs_a_cost():
     with pytest.raises(ValueError, match=r"requires y to be passed.*or a cost"):
@@ -211,11 +290,17 @@ def test_searches_and_cross_validation_tune_without_labels():
 def test_persistence_keeps_a_built_in_cost_by_name_and_a_function_by_reference(tmp_path):
     X = _points(64, 5, seed=7)
     est = PointerNetworkOrderer(
-        cost="tour", cycle="undirected", decode="sample", sample_size=4, random_state=0, **TINY
+        cost="tour",
+        cycle="undirected",
+        decode="sample",
+        sample_size=4,
+        symmetries=4,
+        random_state=0,
+        **TINY,
     ).fit(X)
     est.save(tmp_path / "tour.skptr")
     loaded = load(tmp_path / "tour.skptr")
-    assert loaded.cost == "tour"
+    assert loaded.cost == "tour" and loaded.symmetries == 4
     np.testing.assert_array_equal(loaded.predict(X), est.predict(X))
     est.set_params(cost=user_tour)
     restored = pickle.loads(pickle.dumps(est))

@@ -31,7 +31,7 @@ from _properties import (
 )
 from hypothesis import given
 from hypothesis import strategies as st
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval, Options, StrOptions
 
 from skptr import NeuralStackTransducer, PointerNetworkOrderer
 from skptr._sequences import check_token_sequences
@@ -65,6 +65,8 @@ def _accepts(constraint, value):
         return isinstance(value, numbers.Integral) and 0 <= value < 2**32
     if isinstance(constraint, StrOptions):
         return isinstance(value, str) and value in constraint.options
+    if isinstance(constraint, Options):
+        return isinstance(value, constraint.type) and value in constraint.options
     if constraint is numbers.Real:
         return isinstance(value, numbers.Real) and _finite(value)
     if constraint is callable:
@@ -104,6 +106,9 @@ def _near_misses(constraints):
             for option in sorted(constraint.options):
                 values += [option, option.upper(), f" {option}", option.encode()]
                 values += [np.str_(option), [option]]
+        elif isinstance(constraint, Options):
+            for option in sorted(constraint.options):
+                values += [option, option - 1, option + 1, float(option), np.int64(option)]
         elif isinstance(constraint, Interval):
             for edge in (constraint.left, constraint.right):
                 if edge is not None:

@@ -26,6 +26,7 @@ from . import _sizes
 from ._codec import PointerCodec
 from ._costs import call_cost, check_cost_applies, samples_at
 from ._layers import NEGATIVE_LOGIT
+from ._symmetries import check_symmetries, mirror_images
 
 __all__ = [
     "PointerDecoder",
@@ -382,7 +383,8 @@ def _decoding(estimator, n_positions):
 def _best_candidates(outputs, method, n_candidates, estimator, codec, sequences, samples, first):
     """The outputs of the best candidate of each sample, for the samples from ``first``
     on: the cheapest with a cost, else the likeliest (rows past the last sample keep
-    their first candidate)."""
+    their first candidate). A sample's candidates are ``n_candidates`` consecutive
+    rows: the decoder's candidates of each of its mirror images in turn."""
     orderings = np.asarray(outputs["orderings"])
     likelihood = np.asarray(outputs["log_likelihood"])
     n_rows = len(orderings) // n_candidates
@@ -390,11 +392,13 @@ def _best_candidates(outputs, method, n_candidates, estimator, codec, sequences,
     ids = np.arange(first, min(first + n_rows, sequences.n_samples))
     lengths = sequences.lengths[ids]
     if method == "every_start":
-        possible = np.arange(n_candidates)[None, :] < lengths[:, None]
-    elif method == "sample":
-        possible = np.ones((len(ids), n_candidates), dtype=bool)
-    else:  # a short sample's beam may hold impossible hypotheses
+        n_starts = sequences.max_length
+        starts = np.arange(n_candidates) % n_starts
+        possible = starts[None, :] < lengths[:, None]
+    elif method == "beams":  # a short sample's beam may hold impossible hypotheses
         possible = likelihood.reshape(n_rows, n_candidates)[: len(ids)] > NEGATIVE_LOGIT / 2
+    else:
+        possible = np.ones((len(ids), n_candidates), dtype=bool)
     sample, option = np.nonzero(possible)
     chosen_rows = sample * n_candidates + option
     costs = np.full((n_rows, n_candidates), np.inf)
@@ -416,9 +420,11 @@ def decode_sequences(estimator, sequences, codec, samples=None):
 
     The sequences are decoded in batches of about 2,048 rows (see
     :func:`~skptr.pointer._sizes.decoder_batch_size`) after checking that a batch fits
-    in memory. With a cost, each sample's candidates (its final beam, its greedy
-    orderings from every start, or its samples) are scored and the cheapest kept;
-    without, the likeliest of its samples is kept.
+    in memory. With ``symmetries`` above 1, each sample's mirror images (see
+    :func:`~skptr.pointer._symmetries.mirror_images`) are decoded too. With a cost, each
+    sample's candidates (its final beam, its greedy orderings from every start, or its
+    samples, of every image) are scored and the cheapest kept; without, the likeliest
+    of its samples or images is kept.
 
     Parameters
     ----------
@@ -441,15 +447,21 @@ def decode_sequences(estimator, sequences, codec, samples=None):
     method, n_candidates = _decoding(estimator, sequences.max_length)
     if estimator.cost is not None:
         check_cost_applies(estimator.cost, estimator.ordered_subsets_)
-    batch_size = estimator._placement().inference.rows(
-        _sizes.decoder_batch_size(int(estimator.batch_size), sequences.max_length, n_candidates)
+    n_images = int(estimator.symmetries)
+    check_symmetries(n_images, sequences.n_features)
+    placement = estimator._placement().inference
+    batch_size = placement.rows(
+        _sizes.decoder_batch_size(
+            int(estimator.batch_size), sequences.max_length, n_candidates * n_images
+        )
     )
-    rows, length = batch_size * n_candidates, sequences.max_length
+    rows, length = batch_size * n_images * n_candidates, sequences.max_length
     noise = rows * length * (length + 1) if method == "sample" else 0
     view._check_memory(
         "decoding",
         _sizes.decoding_count(view, rows, length) + noise,
         longest_sequence=length,
+        symmetries=n_images,
         **{"sample_size" if method == "sample" else "beams": n_candidates},
     )
     n_rows = estimator._inference_rows(sequences.n_samples, batch_size)
@@ -457,18 +469,30 @@ def decode_sequences(estimator, sequences, codec, samples=None):
     decoder = estimator._inference_model(
         ("decoder", method, width),
         lambda network: PointerDecoder(network, method=method, beam_width=width),
-        n_rows,
+        n_rows * n_images,
         sequences.max_length,
     )
-    inputs = PointerCodec.decoder_inputs(sequences, n_rows)
+    images = mirror_images(sequences, n_images) if n_images > 1 else sequences
+    inputs = PointerCodec.decoder_inputs(images, n_rows * n_images)
+    choose = n_candidates * n_images > 1 and (
+        estimator.cost is not None or method == "sample" or n_images > 1
+    )
     batches = []
     with quiet_retracing():
         for start in range(0, n_rows, batch_size):
-            batch = take(inputs, slice(start, start + batch_size))
-            outputs = estimator._predict_on_batch(decoder, batch, batch_size)
-            if n_candidates > 1 and (estimator.cost is not None or method == "sample"):
+            rows_of_batch = slice(start * n_images, (start + batch_size) * n_images)
+            batch = take(inputs, rows_of_batch)
+            outputs = estimator._predict_on_batch(decoder, batch, batch_size * n_images)
+            if choose:
                 outputs = _best_candidates(
-                    outputs, method, n_candidates, estimator, codec, sequences, samples, start
+                    outputs,
+                    method,
+                    n_candidates * n_images,
+                    estimator,
+                    codec,
+                    sequences,
+                    samples,
+                    start,
                 )
             batches.append(outputs)
     outputs = {key: np.concatenate([np.asarray(b[key]) for b in batches]) for key in batches[0]}

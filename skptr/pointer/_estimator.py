@@ -7,7 +7,7 @@ from typing import ClassVar
 
 import keras
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval, Options, StrOptions
 
 from .._base import SequenceEstimatorBase, inference_method
 from .._limits import MAX_DEPTH, MAX_WIDTH
@@ -21,6 +21,7 @@ from ._cycles import CYCLE_KINDS
 from ._decoding import decode_sequences
 from ._layers import ENCODERS, PointerNetwork, masked_pointer_crossentropy
 from ._reinforce import cost_training_model
+from ._symmetries import SYMMETRIES, check_symmetries
 
 __all__ = ["PointerNetworkOrderer"]
 
@@ -92,6 +93,15 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         Orderings decoded per sample when ``decode="sample"``. The draws are fixed: a
         sample gets the same orderings on every call, unless the longest sequence of
         the call (to whose length the batch is padded) changes.
+    symmetries : {1, 2, 4, 8}, default=1
+        For samples of points in the plane (2 features) whose cost depends only on the
+        distances between them, such as tours: decode each sample also as its mirror
+        images, which have the same distances, and keep the best candidate of all
+        (POMO's augmentation, Kwon et al. 2020). 2 adds the sample reflected in its
+        first coordinate, 4 its reflections in each coordinate and in both, 8 those four
+        with the coordinates swapped too (the symmetries of a square). Each image costs
+        one more decoding; 8 with a ``cost`` is the usual choice for tours (see
+        :ref:`pointer_cost`).
     cycle : {None, "directed", "undirected"}, default=None
         Declares that each target is a cycle, whose rotations are the same answer
         (``"directed"``: a hull kept counter-clockwise) and, with ``"undirected"``, its
@@ -188,6 +198,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         "decode": [StrOptions({"greedy", "beam", "sample"})],
         "beam_width": [Interval(Integral, 1, MAX_WIDTH, closed="both")],
         "sample_size": [Interval(Integral, 1, MAX_WIDTH, closed="both")],
+        "symmetries": [Options(Integral, set(SYMMETRIES))],
         "cycle": [None, StrOptions(set(CYCLE_KINDS))],
         "cost": [None, StrOptions(set(BUILT_IN_COSTS)), callable],
         "learning_rate_decay": [Interval(Real, 0, 1, closed="right")],
@@ -232,6 +243,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         decode="greedy",
         beam_width=5,
         sample_size=16,
+        symmetries=1,
         cycle=None,
         cost=None,
         epochs=20,
@@ -261,6 +273,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         self.decode = decode
         self.beam_width = beam_width
         self.sample_size = sample_size
+        self.symmetries = symmetries
         self.cycle = cycle
         self.cost = cost
         self.epochs = epochs
@@ -293,8 +306,10 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
 
     def _prepare_training_data(self, X, y, reset):
         if not reset:
+            check_symmetries(self.symmetries, self.n_features_in_)
             return PointerCodec.of(self).encode_training(X, y), {}
         codec, data = PointerCodec.learn(X, y, self.cycle)
+        check_symmetries(self.symmetries, codec.n_features)
         return data, {
             "n_features_in_": codec.n_features,
             "ordered_subsets_": codec.ordered_subsets,

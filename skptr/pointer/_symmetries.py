@@ -1,0 +1,63 @@
+"""Mirror images of points in the plane, decoded as more candidates of each sample.
+
+Reflecting the points of a sample, or swapping their two coordinates, leaves every
+distance between them unchanged, so a tour of the image is as long as the same tour
+of the sample; yet the network sees other inputs and may find a better ordering
+(POMO's instance augmentation, Kwon et al. 2020). A reflection is taken about the
+middle of the sample's own range in that coordinate, so the image covers the same box
+as the sample: points drawn uniformly in a box keep their distribution.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._sequences import PaddedSequences
+
+__all__ = ["SYMMETRIES", "check_symmetries", "mirror_images"]
+
+#: The numbers of images ``symmetries`` may ask for: the sample alone, with its mirror
+#: image in the first coordinate, with its images in each coordinate and in both, and
+#: those four again with the coordinates swapped (the eight symmetries of a square).
+SYMMETRIES = (1, 2, 4, 8)
+
+
+def check_symmetries(symmetries, n_features):
+    """Refuse mirror images of samples that are not points in the plane."""
+    if symmetries > 1 and n_features != 2:
+        raise ValueError(
+            f"symmetries={symmetries} decodes mirror images of points in the plane, so "
+            f"it needs 2 features per element, but the estimator was fitted on "
+            f"{n_features}; set symmetries=1."
+        )
+
+
+def mirror_images(sequences, n_images):
+    """Each sample of ``sequences`` followed by its first ``n_images - 1`` mirror images
+    (in the order of :data:`SYMMETRIES`).
+
+    Parameters
+    ----------
+    sequences : PaddedSequences
+        Validated samples of 2 features.
+    n_images : int
+        One of :data:`SYMMETRIES`.
+
+    Returns
+    -------
+    PaddedSequences
+        ``n_samples * n_images`` samples: row ``i * n_images + k`` is image ``k`` of
+        sample ``i`` (image 0 is the sample itself). Padding stays zero.
+    """
+    values, mask = sequences.values, sequences.mask[..., None]
+    low = np.where(mask, values, np.inf).min(axis=1, keepdims=True)
+    high = np.where(mask, values, -np.inf).max(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore"):  # the bounds of an empty sample are not used
+        reflected = np.where(mask, low + high - values, 0).astype(values.dtype)
+    images = []
+    for image in range(n_images):
+        flipped = np.array([image & 1, image & 2], dtype=bool)
+        points = np.where(flipped, reflected, values)
+        images.append(points[..., ::-1] if image & 4 else points)
+    stacked = np.stack(images, axis=1).reshape(-1, *values.shape[1:])
+    return PaddedSequences(stacked, np.repeat(sequences.lengths, n_images))
