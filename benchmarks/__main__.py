@@ -104,6 +104,7 @@ COST_LEARNING = {
     "n_test": 1000,
     "beam_width": 16,
     "sample_size": 64,
+    "image_beam_widths": [1, 16],
     "host_cost_seconds": 60,
 }
 

@@ -126,6 +126,7 @@ def _tsp_task(config, log):
         "reference": reference,
         "reference_name": "LKH-3",
         "rules": {},
+        "points": True,
     }
 
 
@@ -155,6 +156,7 @@ def _smtwt_task(config, log):
         "X_test": X_test,
         "reference": reference,
         "reference_name": "optimum",
+        "points": False,
         "rules": {name: float(cost.mean() / reference.mean()) for name, cost in rules.items()},
     }
 
@@ -193,8 +195,15 @@ def _decodings(est, task, config):
     decodings[f"cheapest of {size} samples"] = dict(
         cost=task["cost"], decode="sample", sample_size=size
     )
+    if task["points"]:  # mirror images: beam search of width 1 is greedy decoding
+        for width in config["image_beam_widths"]:
+            name = "greedy" if width == 1 else f"beam {width}"
+            decodings[f"cheapest of {name}, 8 mirror images"] = dict(
+                cost=task["cost"], decode="beam", beam_width=width, symmetries=8
+            )
     scores = {}
     for name, params in decodings.items():
+        params = {"symmetries": 1, **params}
         est.set_params(**params)
         est.predict(X_test)  # compiles the decoder for the timed batches
         with Stopwatch() as watch:
@@ -235,8 +244,9 @@ def cost_learning(config, log):
         ``tasks`` (``tsp20``, ``smtwt20``), ``seconds``, ``params`` (hyperparameters,
         the user guide's recommendation) and ``n_pool`` (training instances drawn per
         run: one epoch), each a dict by task; ``seeds``, ``n_test``, ``beam_width``,
-        ``sample_size`` and ``host_cost_seconds`` (0 skips the comparison of in-graph
-        and NumPy tour costs).
+        ``sample_size``, ``image_beam_widths`` (beam widths decoded with the 8 mirror
+        images of points in the plane; 1 is greedy) and ``host_cost_seconds`` (0 skips
+        the comparison of in-graph and NumPy tour costs).
     log : callable
         Progress printer.
 
