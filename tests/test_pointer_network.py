@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from skptr.pointer import _decoding
 from skptr.pointer._decoding import PointerDecoder, beam_decode, greedy_decode
 from skptr.pointer._layers import PointerAttention, PointerNetwork, masked_pointer_crossentropy
+from skptr.pointer._reinforce import gumbel_noise
 
 
 def _network(allow_end=False, n_features=1, **kwargs):
@@ -122,8 +123,9 @@ def test_decoded_orderings_are_always_valid(lengths, allow_end, beam_width, seed
         np.testing.assert_array_equal(distributions[i, :, length:-1], 0.0)
     beam_orderings, _, _ = beam_decode(network, values, lengths, beam_width)
     _check_valid(np.asarray(beam_orderings), lengths, allow_end)
-    sampled, _, _ = _decoding.sample_decode(network, values, lengths, beam_width, seed)
-    _check_valid(np.asarray(sampled), np.repeat(lengths, beam_width), allow_end)
+    noise = gumbel_noise(values.shape[1], len(lengths), seed)  # as the training samples
+    sampled, _, _ = greedy_decode(network, values, lengths, noise=noise)
+    _check_valid(np.asarray(sampled), lengths, allow_end)
 
 
 _VALIDITY_NETWORKS = {flag: _network(allow_end=flag) for flag in (False, True)}
@@ -440,21 +442,21 @@ def test_attention_encoder_ignores_padding():
     assert not np.asarray(valid)[:, 4:7].any()
 
 
-def test_sampled_decodings_follow_the_pointer_distribution():
+def test_the_training_rollouts_follow_the_pointer_distribution():
     network = _network(hidden_size=16)
     values, lengths = _random_batch(np.random.RandomState(7), [3, 2])
     for weight in network.attention.weights:  # a distribution far from uniform
         weight.assign(weight * 4)
     n_draws = 1500
-    orderings, _, log_likelihood = (
-        np.asarray(t) for t in _decoding.sample_decode(network, values, lengths, n_draws, seed=3)
-    )
-    greedy = np.asarray(greedy_decode(network, values, lengths)[0])
-    np.testing.assert_array_equal(orderings[::n_draws], greedy)
-    _check_valid(orderings, np.repeat(lengths, n_draws), allow_end=False)
-    expected = _teacher_forced_log_likelihood(
-        network, np.repeat(values, n_draws, 0), np.repeat(lengths, n_draws), orderings
-    )
+    values, lengths = np.repeat(values, n_draws, 0), np.repeat(lengths, n_draws)
+
+    def draw():
+        noise = gumbel_noise(values.shape[1], len(values), seed=3)
+        return [np.asarray(t) for t in greedy_decode(network, values, lengths, noise=noise)]
+
+    orderings, _, log_likelihood = draw()
+    _check_valid(orderings, lengths, allow_end=False)
+    expected = _teacher_forced_log_likelihood(network, values, lengths, orderings)
     np.testing.assert_allclose(log_likelihood, expected, atol=1e-4)
     permutations = np.array(list(itertools.permutations(range(3))), "int32")
     probabilities = np.exp(
@@ -462,9 +464,8 @@ def test_sampled_decodings_follow_the_pointer_distribution():
             network, np.repeat(values[:1], 6, 0), np.full(6, 3, "int32"), permutations
         )
     )
-    drawn = orderings[1:n_draws]
+    drawn = orderings[:n_draws]
     frequencies = [np.mean(np.all(drawn == p, axis=1)) for p in permutations]
     assert probabilities.max() > 0.3  # the check below is not one of a uniform draw
     np.testing.assert_allclose(frequencies, probabilities, atol=0.05)
-    again = np.asarray(_decoding.sample_decode(network, values, lengths, n_draws, seed=3)[0])
-    np.testing.assert_array_equal(again, orderings)  # an int seed fixes the draws
+    np.testing.assert_array_equal(draw()[0], orderings)  # an int seed fixes the draws

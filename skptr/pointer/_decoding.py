@@ -1,4 +1,4 @@
-"""Batched greedy, beam-search and sampled decoding of a :class:`PointerNetwork`.
+"""Batched greedy and beam-search decoding of a :class:`PointerNetwork`.
 
 The decoders loop over output steps with a scan (:func:`skptr._backend.scan`) inside a
 Keras model, so ``model.predict`` runs them as one compiled graph per batch; there is no
@@ -34,14 +34,8 @@ __all__ = [
     "decode_encoded",
     "decode_sequences",
     "greedy_decode",
-    "gumbel_noise",
     "repeat_encoded",
-    "sample_decode",
 ]
-
-#: The uniform noise behind the Gumbel noise stays this far from 0 and 1, so that the
-#: noise is finite and a masked position (logit -1e9) is never sampled.
-_UNIFORM_MARGIN = 1e-6
 
 
 def _static_or_dynamic(tensor, axis):
@@ -135,38 +129,6 @@ def every_start_decode(network, values, lengths):
     starts = ops.tile(ops.arange(n_positions, dtype="int32"), (ops.shape(encoded[0])[0],))
     encoded = repeat_encoded(encoded, n_positions)
     return decode_encoded(network, encoded, lengths, starts=ops.where(starts < lengths, starts, 0))
-
-
-def gumbel_noise(n_positions, n_rows, seed):
-    """Standard Gumbel noise for decoding ``n_rows`` rows of ``n_positions`` positions
-    (shape ``(T, n, T + 1)``, see :func:`greedy_decode`); ``seed`` is an int (the same
-    noise on every call) or a :class:`keras.random.SeedGenerator`."""
-    uniform = keras.random.uniform(
-        (n_positions, n_rows, n_positions + 1),
-        minval=_UNIFORM_MARGIN,
-        maxval=1.0 - _UNIFORM_MARGIN,
-        seed=seed,
-    )
-    return -ops.log(-ops.log(uniform))
-
-
-def sample_decode(network, values, lengths, n_draws, seed=0):
-    """Decode each sample ``n_draws`` times: row ``i * n_draws`` of the outputs (as for
-    :func:`greedy_decode`) is sample ``i``'s greedy ordering, the other rows draw each
-    choice from the pointer distribution.
-
-    The noise of draw ``d`` is fixed by the int ``seed``, the draw and the padded length
-    alone, and shared by every sample: a sample gets the same orderings in any batch
-    of sequences padded to the same length.
-    """
-    encoded = network.encode(values, lengths, training=False)
-    n_samples = ops.shape(encoded[0])[0]
-    n_positions = _static_or_dynamic(encoded[0], 1) - 1
-    noise = gumbel_noise(n_positions, n_draws, seed)
-    noise = noise * ops.cast(ops.arange(n_draws) > 0, noise.dtype)[None, :, None]
-    noise = ops.tile(noise, (1, n_samples, 1))
-    lengths = ops.repeat(ops.cast(lengths, "int32"), n_draws, axis=0)
-    return decode_encoded(network, repeat_encoded(encoded, n_draws), lengths, noise=noise)
 
 
 def repeat_encoded(encoded, repeats):
@@ -332,13 +294,12 @@ class PointerDecoder(NetworkWrapper):
     ----------
     network : PointerNetwork
         The trained network (weights are shared, not copied).
-    method : {"greedy", "beam", "beams", "every_start", "sample"}
+    method : {"greedy", "beam", "beams", "every_start"}
         Decoding strategy: greedy, beam search (its best hypothesis, or with
-        ``"beams"`` every hypothesis of the final beam), greedy from every start
-        (:func:`every_start_decode`), or ``beam_width`` decodings of each sample
-        (:func:`sample_decode`), every one returned.
+        ``"beams"`` every hypothesis of the final beam), or greedy from every start
+        (:func:`every_start_decode`).
     beam_width : int
-        Beam width of beam search, or decodings per sample.
+        Beam width of beam search.
     """
 
     def __init__(self, network, method="greedy", beam_width=5, **kwargs):
@@ -353,8 +314,6 @@ class PointerDecoder(NetworkWrapper):
             result = beam_decode(self.network, values, lengths, self.beam_width, all_beams)
         elif self.method == "every_start":
             result = every_start_decode(self.network, values, lengths)
-        elif self.method == "sample":
-            result = sample_decode(self.network, values, lengths, self.beam_width)
         else:
             result = greedy_decode(self.network, values, lengths)
         orderings, distributions, log_likelihood = result
@@ -366,10 +325,8 @@ class PointerDecoder(NetworkWrapper):
 
 
 def _decoding(estimator, n_positions):
-    """The decoder's method for ``estimator`` and its candidates per sample (several:
-    the cheapest, or without a cost the likeliest, is kept)."""
-    if estimator.decode == "sample":
-        return "sample", int(estimator.sample_size)
+    """The decoder's method for ``estimator`` and its candidates per sample (several
+    with a cost: the cheapest is kept)."""
     beams = _sizes.beams(
         estimator.decode, int(estimator.beam_width), n_positions, estimator.ordered_subsets_
     )
@@ -422,9 +379,9 @@ def decode_sequences(estimator, sequences, codec, samples=None):
     :func:`~skptr.pointer._sizes.decoder_batch_size`) after checking that a batch fits
     in memory. With ``symmetries`` above 1, each sample's mirror images (see
     :func:`~skptr.pointer._symmetries.mirror_images`) are decoded too. With a cost, each
-    sample's candidates (its final beam, its greedy orderings from every start, or its
-    samples, of every image) are scored and the cheapest kept; without, the likeliest
-    of its samples or images is kept.
+    sample's candidates (its final beam or its greedy orderings from every start, of
+    every image) are scored and the cheapest kept; without, the likeliest of its
+    images is kept.
 
     Parameters
     ----------
@@ -456,43 +413,34 @@ def decode_sequences(estimator, sequences, codec, samples=None):
         )
     )
     rows, length = batch_size * n_images * n_candidates, sequences.max_length
-    noise = rows * length * (length + 1) if method == "sample" else 0
     view._check_memory(
         "decoding",
-        _sizes.decoding_count(view, rows, length) + noise,
+        _sizes.decoding_count(view, rows, length),
         longest_sequence=length,
         symmetries=n_images,
-        **{"sample_size" if method == "sample" else "beams": n_candidates},
+        **{"beams" if method in ("beam", "beams") else "starts": n_candidates},
     )
     n_rows = estimator._inference_rows(sequences.n_samples, batch_size)
-    width = n_candidates if method in ("beam", "beams", "sample") else 1
+    width = n_candidates if method in ("beam", "beams") else 1
     decoder = estimator._inference_model(
         ("decoder", method, width),
         lambda network: PointerDecoder(network, method=method, beam_width=width),
         n_rows * n_images,
         sequences.max_length,
     )
-    images = mirror_images(sequences, n_images) if n_images > 1 else sequences
-    inputs = PointerCodec.decoder_inputs(images, n_rows * n_images)
-    choose = n_candidates * n_images > 1 and (
-        estimator.cost is not None or method == "sample" or n_images > 1
-    )
+    # Rows the decoder returns per sample: each image's candidates in turn.
+    returned = n_images * (n_candidates if method in ("beams", "every_start") else 1)
+    inputs = PointerCodec.decoder_inputs(sequences, n_rows)
     batches = []
     with quiet_retracing():
         for start in range(0, n_rows, batch_size):
-            rows_of_batch = slice(start * n_images, (start + batch_size) * n_images)
-            batch = take(inputs, rows_of_batch)
+            batch = take(inputs, slice(start, start + batch_size))
+            if n_images > 1:
+                batch = mirror_images(batch, n_images)
             outputs = estimator._predict_on_batch(decoder, batch, batch_size * n_images)
-            if choose:
+            if returned > 1:
                 outputs = _best_candidates(
-                    outputs,
-                    method,
-                    n_candidates * n_images,
-                    estimator,
-                    codec,
-                    sequences,
-                    samples,
-                    start,
+                    outputs, method, returned, estimator, codec, sequences, samples, start
                 )
             batches.append(outputs)
     outputs = {key: np.concatenate([np.asarray(b[key]) for b in batches]) for key in batches[0]}

@@ -78,21 +78,16 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
     dropout : float, default=0.0
         Dropout on the embedding, between layers and on decoder outputs (training
         only); 0.1-0.3 when the training set is small.
-    decode : {"greedy", "beam", "sample"}, default="greedy"
+    decode : {"greedy", "beam"}, default="greedy"
         Decoding used by ``predict``, ``predict_proba`` and ``score``. ``"beam"``
-        helps where an early choice constrains later ones, as on tours; ``"sample"``
-        decodes each sequence ``sample_size`` times, once greedily and otherwise by
-        drawing every choice from the pointer distribution, and keeps the likeliest
-        ordering (with a ``cost``, the cheapest). The decoding can be switched after
-        fitting with ``set_params``. With a ``cost``, beam search returns the cheapest
-        ordering of its final beam, and greedy decoding runs from every start element
-        (``n`` times the work for ``n`` elements) and returns the cheapest.
+        helps where an early choice constrains later ones, as on tours; it can be
+        switched after fitting with ``set_params``. With a ``cost``, beam search
+        returns the cheapest ordering of its final beam, and greedy decoding runs
+        from every start element (``n`` times the work for ``n`` elements) and
+        returns the cheapest.
     beam_width : int, default=5
-        Hypotheses kept per sample when ``decode="beam"``; 3 is usually enough.
-    sample_size : int, default=16
-        Orderings decoded per sample when ``decode="sample"``. The draws are fixed: a
-        sample gets the same orderings on every call, unless the longest sequence of
-        the call (to whose length the batch is padded) changes.
+        Hypotheses kept per sample when ``decode="beam"``; 3 is usually enough, and
+        with a ``cost`` wider beams (16) give cheaper orderings.
     symmetries : {1, 2, 4, 8}, default=1
         For samples of points in the plane (2 features) whose cost depends only on the
         distances between them, such as tours: decode each sample also as its mirror
@@ -195,9 +190,8 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         "attention": [StrOptions({"additive", "dot", "general"})],
         "n_glimpses": [Interval(Integral, 0, MAX_DEPTH, closed="both")],
         "dropout": [Interval(Real, 0, 1, closed="left")],
-        "decode": [StrOptions({"greedy", "beam", "sample"})],
+        "decode": [StrOptions({"greedy", "beam"})],
         "beam_width": [Interval(Integral, 1, MAX_WIDTH, closed="both")],
-        "sample_size": [Interval(Integral, 1, MAX_WIDTH, closed="both")],
         "symmetries": [Options(Integral, set(SYMMETRIES))],
         "cycle": [None, StrOptions(set(CYCLE_KINDS))],
         "cost": [None, StrOptions(set(BUILT_IN_COSTS)), callable],
@@ -242,7 +236,6 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         dropout=0.0,
         decode="greedy",
         beam_width=5,
-        sample_size=16,
         symmetries=1,
         cycle=None,
         cost=None,
@@ -272,7 +265,6 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         self.dropout = dropout
         self.decode = decode
         self.beam_width = beam_width
-        self.sample_size = sample_size
         self.symmetries = symmetries
         self.cycle = cycle
         self.cost = cost

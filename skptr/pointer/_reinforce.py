@@ -24,18 +24,37 @@ from .._training import WEIGHT_COPIES
 from . import _sizes
 from ._codec import PointerCodec
 from ._costs import CostErrors, call_cost, check_cost_applies, samples_at
-from ._decoding import decode_encoded, gumbel_noise, repeat_encoded
+from ._decoding import decode_encoded, repeat_encoded
 
 __all__ = [
     "SAMPLED_ROLLOUTS",
     "CostTrainer",
     "cost_training_model",
     "graph_costs",
+    "gumbel_noise",
     "rollout_count",
 ]
 
 #: Rollouts sampled per instance when the targets are not cycles.
 SAMPLED_ROLLOUTS = 16
+
+#: The uniform noise behind the Gumbel noise stays this far from 0 and 1, so that the
+#: noise is finite and a masked position (logit -1e9) is never sampled.
+_UNIFORM_MARGIN = 1e-6
+
+
+def gumbel_noise(n_positions, n_rows, seed):
+    """Standard Gumbel noise that makes :func:`~skptr.pointer._decoding.decode_encoded`
+    draw ``n_rows`` rows of ``n_positions`` positions from the pointer distribution
+    (shape ``(T, n, T + 1)``); ``seed`` is an int or a
+    :class:`keras.random.SeedGenerator`."""
+    uniform = keras.random.uniform(
+        (n_positions, n_rows, n_positions + 1),
+        minval=_UNIFORM_MARGIN,
+        maxval=1.0 - _UNIFORM_MARGIN,
+        seed=seed,
+    )
+    return -ops.log(-ops.log(uniform))
 
 
 def rollout_count(every_start, n_positions):

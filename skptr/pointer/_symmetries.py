@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._sequences import PaddedSequences
-
 __all__ = ["SYMMETRIES", "check_symmetries", "mirror_images"]
 
 #: The numbers of images ``symmetries`` may ask for: the sample alone, with its mirror
@@ -32,32 +30,39 @@ def check_symmetries(symmetries, n_features):
         )
 
 
-def mirror_images(sequences, n_images):
-    """Each sample of ``sequences`` followed by its first ``n_images - 1`` mirror images
-    (in the order of :data:`SYMMETRIES`).
+def mirror_images(inputs, n_images):
+    """Decoder inputs with each sample followed by its first ``n_images - 1`` mirror
+    images (in the order of :data:`SYMMETRIES`).
 
     Parameters
     ----------
-    sequences : PaddedSequences
-        Validated samples of 2 features.
+    inputs : dict
+        ``values`` of shape (n_samples, max_length, 2), zero after each sample's
+        ``lengths``, as :meth:`~skptr.pointer._codec.PointerCodec.decoder_inputs`
+        gives them.
     n_images : int
         One of :data:`SYMMETRIES`.
 
     Returns
     -------
-    PaddedSequences
-        ``n_samples * n_images`` samples: row ``i * n_images + k`` is image ``k`` of
-        sample ``i`` (image 0 is the sample itself). Padding stays zero.
+    dict
+        ``values`` and ``lengths`` of ``n_samples * n_images`` samples: row
+        ``i * n_images + k`` is image ``k`` of sample ``i`` (image 0 is the sample
+        itself). Padding stays zero.
     """
-    values, mask = sequences.values, sequences.mask[..., None]
-    low = np.where(mask, values, np.inf).min(axis=1, keepdims=True)
-    high = np.where(mask, values, -np.inf).max(axis=1, keepdims=True)
+    values, lengths = inputs["values"], inputs["lengths"]
+    mask = (np.arange(values.shape[1])[None, :] < lengths[:, None])[..., None]
+    wide = values.astype(np.float64)  # the reflection stays within the sample's range
+    low = np.where(mask, wide, np.inf).min(axis=1, keepdims=True)
+    high = np.where(mask, wide, -np.inf).max(axis=1, keepdims=True)
     with np.errstate(invalid="ignore"):  # the bounds of an empty sample are not used
-        reflected = np.where(mask, low + high - values, 0).astype(values.dtype)
+        reflected = np.where(mask, low + high - wide, 0).astype(values.dtype)
     images = []
     for image in range(n_images):
         flipped = np.array([image & 1, image & 2], dtype=bool)
         points = np.where(flipped, reflected, values)
         images.append(points[..., ::-1] if image & 4 else points)
-    stacked = np.stack(images, axis=1).reshape(-1, *values.shape[1:])
-    return PaddedSequences(stacked, np.repeat(sequences.lengths, n_images))
+    return {
+        "values": np.stack(images, axis=1).reshape(-1, *values.shape[1:]),
+        "lengths": np.repeat(lengths, n_images),
+    }
