@@ -103,7 +103,6 @@ COST_LEARNING = {
     "n_pool": {"tsp20": 10_000, "smtwt20": 10_000},
     "n_test": 1000,
     "beam_width": 16,
-    "sample_size": 64,
     "image_beam_widths": [1, 16],
     "host_cost_seconds": 60,
 }

@@ -191,10 +191,6 @@ def _decodings(est, task, config):
     decodings[f"cheapest of beam {width}"] = dict(
         cost=task["cost"], decode="beam", beam_width=width
     )
-    size = config["sample_size"]
-    decodings[f"cheapest of {size} samples"] = dict(
-        cost=task["cost"], decode="sample", sample_size=size
-    )
     if task["points"]:  # mirror images: beam search of width 1 is greedy decoding
         for width in config["image_beam_widths"]:
             name = "greedy" if width == 1 else f"beam {width}"
@@ -244,9 +240,9 @@ def cost_learning(config, log):
         ``tasks`` (``tsp20``, ``smtwt20``), ``seconds``, ``params`` (hyperparameters,
         the user guide's recommendation) and ``n_pool`` (training instances drawn per
         run: one epoch), each a dict by task; ``seeds``, ``n_test``, ``beam_width``,
-        ``sample_size``, ``image_beam_widths`` (beam widths decoded with the 8 mirror
-        images of points in the plane; 1 is greedy) and ``host_cost_seconds`` (0 skips
-        the comparison of in-graph and NumPy tour costs).
+        ``image_beam_widths`` (beam widths decoded with the 8 mirror images of points
+        in the plane; 1 is greedy) and ``host_cost_seconds`` (0 skips the comparison of
+        in-graph and NumPy tour costs).
     log : callable
         Progress printer.
 
