@@ -202,8 +202,8 @@ def test_decoding_mirror_images_keeps_the_best_candidate_of_every_image():
 
     for decoding in ({"decode": "greedy"}, {"decode": "beam", "beam_width": 3}):
         est.set_params(cost=None, symmetries=1, **decoding)
-        each_image = np.stack([log_likelihood(_mirror_image(X, image)) for image in range(4)])
-        est.set_params(symmetries=4)
+        each_image = np.stack([log_likelihood(_mirror_image(X, image)) for image in range(8)])
+        est.set_params(symmetries=8)
         np.testing.assert_allclose(log_likelihood(X), each_image.max(axis=0), atol=1e-4)
 
 
@@ -223,8 +223,8 @@ def test_mirror_images_of_samples_of_different_lengths():
 @once
 def test_mirror_images_need_points_in_the_plane():
     X = np.random.default_rng(11).random((16, 4, 3))
-    est = PointerNetworkOrderer(cost=user_tour, symmetries=2, random_state=0, **TINY)
-    with pytest.raises(ValueError, match=r"symmetries=2 .* needs 2 features .* fitted on 3"):
+    est = PointerNetworkOrderer(cost=user_tour, symmetries=8, random_state=0, **TINY)
+    with pytest.raises(ValueError, match=r"symmetries=8 .* needs 2 features .* fitted on 3"):
         est.fit(X)
     assert not hasattr(est, "network_")
     est.set_params(symmetries=1).fit(X)
@@ -282,13 +282,13 @@ def test_persistence_keeps_a_built_in_cost_by_name_and_a_function_by_reference(t
         cycle="undirected",
         decode="beam",
         beam_width=3,
-        symmetries=4,
+        symmetries=8,
         random_state=0,
         **TINY,
     ).fit(X)
     est.save(tmp_path / "tour.skptr")
     loaded = load(tmp_path / "tour.skptr")
-    assert loaded.cost == "tour" and loaded.symmetries == 4
+    assert loaded.cost == "tour" and loaded.symmetries == 8
     np.testing.assert_array_equal(loaded.predict(X), est.predict(X))
     est.set_params(cost=user_tour)
     restored = pickle.loads(pickle.dumps(est))

@@ -95,10 +95,10 @@ def test_beam_search_is_at_least_as_likely_as_greedy(sorter, sorting_split):
     assert beam_ll.mean() >= greedy_ll.mean()
 
 
-@pytest.mark.parametrize(("decode", "width"), [("greedy", 1), ("beam", 3)])
-def test_large_calls_decode_as_small_ones_do(sorter, decode, width):
+@pytest.mark.parametrize(("decode", "beam_width"), [("greedy", 1), ("beam", 3)])
+def test_large_calls_decode_as_small_ones_do(sorter, decode, beam_width):
     # 1,100 rows compile the decoder with XLA on TensorFlow; 100-row calls trace a graph.
-    est = clone(sorter).set_params(decode=decode, beam_width=width)
+    est = clone(sorter).set_params(decode=decode, beam_width=beam_width)
     est.__dict__.update({k: v for k, v in vars(sorter).items() if k.endswith("_")})
     X = np.random.default_rng(5).integers(0, 10, size=(1100, 8)).astype(float)
     whole = est.predict_proba(X)

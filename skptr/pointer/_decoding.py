@@ -406,17 +406,16 @@ def decode_sequences(estimator, sequences, codec, samples=None):
         check_cost_applies(estimator.cost, estimator.ordered_subsets_)
     n_images = int(estimator.symmetries)
     check_symmetries(n_images, sequences.n_features)
-    placement = estimator._placement().inference
-    batch_size = placement.rows(
+    batch_size = estimator._placement().inference.rows(
         _sizes.decoder_batch_size(
             int(estimator.batch_size), sequences.max_length, n_candidates * n_images
         )
     )
-    rows, length = batch_size * n_images * n_candidates, sequences.max_length
+    rows = batch_size * n_images * n_candidates
     view._check_memory(
         "decoding",
-        _sizes.decoding_count(view, rows, length),
-        longest_sequence=length,
+        _sizes.decoding_count(view, rows, sequences.max_length),
+        longest_sequence=sequences.max_length,
         symmetries=n_images,
         **{"beams" if method in ("beam", "beams") else "starts": n_candidates},
     )

@@ -88,14 +88,13 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
     beam_width : int, default=5
         Hypotheses kept per sample when ``decode="beam"``; 3 is usually enough, and
         with a ``cost`` wider beams (16) give cheaper orderings.
-    symmetries : {1, 2, 4, 8}, default=1
+    symmetries : {1, 8}, default=1
         For samples of points in the plane (2 features) whose cost depends only on the
-        distances between them, such as tours: decode each sample also as its mirror
-        images, which have the same distances, and keep the best candidate of all
-        (POMO's augmentation, Kwon et al. 2020). 2 adds the sample reflected in its
-        first coordinate, 4 its reflections in each coordinate and in both, 8 those four
-        with the coordinates swapped too (the symmetries of a square). Each image costs
-        one more decoding; 8 with a ``cost`` is the usual choice for tours (see
+        distances between them, such as tours: 8 decodes each sample as its eight
+        images under the symmetries of a square (reflections of each coordinate,
+        swapped coordinates; the sample itself included), which have the same
+        distances, and keeps the best candidate of all (POMO's augmentation, Kwon et
+        al. 2020), at eight times the work. Use 8 with a ``cost`` for tours (see
         :ref:`pointer_cost`).
     cycle : {None, "directed", "undirected"}, default=None
         Declares that each target is a cycle, whose rotations are the same answer

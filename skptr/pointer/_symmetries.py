@@ -14,10 +14,9 @@ import numpy as np
 
 __all__ = ["SYMMETRIES", "check_symmetries", "mirror_images"]
 
-#: The numbers of images ``symmetries`` may ask for: the sample alone, with its mirror
-#: image in the first coordinate, with its images in each coordinate and in both, and
-#: those four again with the coordinates swapped (the eight symmetries of a square).
-SYMMETRIES = (1, 2, 4, 8)
+#: The numbers of images ``symmetries`` may ask for: the sample alone, or its images
+#: under the eight symmetries of a square (see :func:`mirror_images`).
+SYMMETRIES = (1, 8)
 
 
 def check_symmetries(symmetries, n_features):
@@ -32,7 +31,8 @@ def check_symmetries(symmetries, n_features):
 
 def mirror_images(inputs, n_images):
     """Decoder inputs with each sample followed by its first ``n_images - 1`` mirror
-    images (in the order of :data:`SYMMETRIES`).
+    images: image ``k`` reflects the first coordinate when ``k & 1``, the second when
+    ``k & 2``, and then swaps the coordinates when ``k & 4``.
 
     Parameters
     ----------
@@ -41,7 +41,7 @@ def mirror_images(inputs, n_images):
         ``lengths``, as :meth:`~skptr.pointer._codec.PointerCodec.decoder_inputs`
         gives them.
     n_images : int
-        One of :data:`SYMMETRIES`.
+        Images per sample, at most 8.
 
     Returns
     -------
