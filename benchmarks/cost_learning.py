@@ -5,8 +5,9 @@ references.
 ``fit(X)`` with a ``cost``, for a budget of training seconds per task and seed, then
 judges its decodings on test instances drawn here with plain NumPy:
 
-- ``tsp20``: 20 cities uniform in the unit square, the built-in ``"tour"`` cost; the
-  reference is LKH-3's tour (the ``elkai`` package; the task is skipped without it).
+- ``tsp20``, ``tsp50``: 20 or 50 cities uniform in the unit square, the built-in
+  ``"tour"`` cost; the reference is LKH-3's tour (the ``elkai`` package; the task is
+  skipped without it).
 - ``smtwt20``: 20 jobs on one machine, each a processing time and a weight uniform in
   [0, 1] and a due date uniform in [0, 10] (RL4CO's distribution), the total weighted
   tardiness written in NumPy as a user would (:func:`total_weighted_tardiness`); the
@@ -112,14 +113,14 @@ def apparent_tardiness_cost(X, k):
     return np.stack(order, axis=1)
 
 
-def _tsp_task(config, log):
+def _tsp_task(config, log, n_cities):
     rng = np.random.default_rng(1000)
-    X_test = rng.random((config["n_test"], 20, 2))
+    X_test = rng.random((config["n_test"], n_cities, 2))
     with Stopwatch() as watch:
         reference = tour_length(X_test, np.stack([_lkh_tour(points) for points in X_test]))
-    log(f"tsp20: LKH-3 tours of {len(X_test)} test instances in {watch.elapsed:.0f} s")
+    log(f"tsp{n_cities}: LKH-3 tours of {len(X_test)} test instances in {watch.elapsed:.0f} s")
     return {
-        "draw": lambda n, rng: rng.random((n, 20, 2)),
+        "draw": lambda n, rng: rng.random((n, n_cities, 2)),
         "cost": "tour",
         "score": tour_length,
         "X_test": X_test,
@@ -237,7 +238,7 @@ def cost_learning(config, log):
     Parameters
     ----------
     config : dict
-        ``tasks`` (``tsp20``, ``smtwt20``), ``seconds``, ``params`` (hyperparameters,
+        ``tasks`` (``tsp20``, ``tsp50``, ``smtwt20``), ``seconds``, ``params`` (hyperparameters,
         the user guide's recommendation) and ``n_pool`` (training instances drawn per
         run: one epoch), each a dict by task; ``seeds``, ``n_test``, ``beam_width``,
         ``image_beam_widths`` (beam widths decoded with the 8 mirror images of points
@@ -252,10 +253,14 @@ def cost_learning(config, log):
         One row per task and seed, the reference rules' rows, and the host-cost rows.
     """
     rows = []
-    builders = {"tsp20": _tsp_task, "smtwt20": _smtwt_task}
+    builders = {
+        "tsp20": lambda config, log: _tsp_task(config, log, 20),
+        "tsp50": lambda config, log: _tsp_task(config, log, 50),
+        "smtwt20": _smtwt_task,
+    }
     for name in config["tasks"]:
-        if name == "tsp20" and not lkh_available():
-            log("tsp20 skipped: its reference tours need the elkai package (LKH-3)")
+        if name.startswith("tsp") and not lkh_available():
+            log(f"{name} skipped: its reference tours need the elkai package (LKH-3)")
             continue
         task = builders[name](config, log)
         for rule, ratio in task["rules"].items():
