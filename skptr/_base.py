@@ -154,6 +154,9 @@ class SequenceEstimatorBase(BaseEstimator):
     #: Network hyperparameters added after fits were first saved, with the values that
     #: build the networks of files and pickles written before they existed.
     _network_params_before: ClassVar[dict] = {"dtype_policy": "float32"}
+    #: Values of fitted attributes for a fit recorded before they existed (older files
+    #: and pickles): the values that reproduce the fitted model of that time.
+    _fitted_attributes_before: ClassVar[dict] = {}
     #: Hyperparameters (or ``network_params_``) of a file or pickle written by an
     #: earlier version, in today's terms (a copy).
     _params_saved_before = staticmethod(dict)
@@ -450,6 +453,7 @@ class SequenceEstimatorBase(BaseEstimator):
                 **self._network_params_before,
                 **state["network_params_"],
             }
+            state = {**self._fitted_attributes_before, **state}
         super().__setstate__(state)
         if weights is not None:
             self.network_ = self._new_network(restored=True)

@@ -409,6 +409,7 @@ def _checked_state(cls, entries, has_network, path):
     if unknown:
         raise ValueError(f"{path} holds fitted attributes {unknown}, which {name} does not have.")
     if has_network:
+        entries = {**cls._fitted_attributes_before, **entries}
         missing = sorted(schema.keys() - entries.keys())
         if missing:
             raise ValueError(f"{path} lacks the fitted attributes {missing} of a fitted {name}.")

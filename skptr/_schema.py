@@ -20,6 +20,7 @@ __all__ = [
     "DTYPE_OR_NONE",
     "HISTORY",
     "PARAMETERS",
+    "POSITIVE_FLOATS_OR_NONE",
     "SCORES",
     "VOCABULARY",
     "Rule",
@@ -125,6 +126,15 @@ def _is_scores(value):
     )
 
 
+def _is_positive_floats_or_none(value):
+    return value is None or (
+        isinstance(value, np.ndarray)
+        and value.dtype.kind == "f"
+        and value.ndim == 1
+        and bool(np.all(np.isfinite(value) & (value > 0)))
+    )
+
+
 def _is_parameters(value):
     return isinstance(value, dict) and all(isinstance(key, str) for key in value)
 
@@ -137,3 +147,6 @@ VOCABULARY = Rule("a 1-D object array of distinct hashable tokens", _is_vocabula
 PARAMETERS = Rule("a dict of hyperparameters by name", _is_parameters)
 DTYPE_OR_NONE = Rule("None or a NumPy dtype string such as '<i8'", _is_dtype_string_or_none)
 SCORES = Rule("a 1-D float array of scores in [0, 1] or NaN", _is_scores)
+POSITIVE_FLOATS_OR_NONE = Rule(
+    "None or a 1-D float array of positive finite numbers", _is_positive_floats_or_none
+)

@@ -167,13 +167,27 @@ def test_network_file_must_be_present_when_recorded(orderer_file, tmp_path):
             set_state(predict="x"),
             r"holds fitted attributes \['predict'\], which PointerNetworkOrderer does not have",
         ),
-        ("orderer_file", set_state(n_features_in_=3), r"weights do not match .*has shape"),
+        (
+            "orderer_file",
+            set_state(n_features_in_=3),
+            "feature_scale_ holds 1 scales where n_features_in_ is 3",
+        ),
         (
             "orderer_file",
             set_state(n_features_in_=True),
             r"n_features_in_ must be an int in \[1, ",
         ),
         ("orderer_file", set_state(ordered_subsets_=1), "ordered_subsets_ must be a bool"),
+        (
+            "orderer_file",
+            set_state(feature_scale_={"__ndarray__": [0.0], "dtype": "<f8", "shape": [1]}),
+            "feature_scale_ must be None or a 1-D float array of positive finite numbers",
+        ),
+        (
+            "orderer_file",
+            set_state(feature_scale_={"__ndarray__": [1.0, 2.0], "dtype": "<f8", "shape": [2]}),
+            "feature_scale_ holds 2 scales where n_features_in_ is 1",
+        ),
         (
             "orderer_file",
             set_state(history_={"__dict__": [["loss", ["x"]]]}),
@@ -229,6 +243,8 @@ def test_network_file_must_be_present_when_recorded(orderer_file, tmp_path):
         "wrong n_features_in_",
         "bool n_features_in_",
         "int ordered_subsets_",
+        "zero feature_scale_",
+        "feature_scale_ of another width",
         "str loss",
         "missing attribute",
         "unhashable token",
@@ -352,3 +368,39 @@ def test_pickles_made_before_the_attention_encoder_still_load(orderer_file):
     old.__setstate__(state)
     assert old.get_params()["encoder"] == "recurrent"
     np.testing.assert_array_equal(old.predict(X), estimator.predict(X))
+
+
+@pytest.fixture(scope="module")
+def scaled_orderer():
+    """An orderer whose features' largest magnitudes are powers of two, and its file."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-4, 4, (64, 5, 2)) * [1.0, 0.125]
+    X[0, 0] = [4.0, -0.5]
+    estimator = PointerNetworkOrderer(hidden_size=8, epochs=1, random_state=0)
+    estimator.fit(X, np.argsort(X[..., 0], axis=1))
+    np.testing.assert_array_equal(estimator.feature_scale_, [4.0, 0.5])
+    return estimator, X
+
+
+def test_files_and_pickles_written_before_feature_scales_load_unscaled(scaled_orderer, tmp_path):
+    estimator, X = scaled_orderer
+    path = tmp_path / "scaled.skptr"
+    estimator.save(path)
+
+    def unscaled(config):
+        del config["input_scale"]
+
+    old_file = tampered(
+        path,
+        tmp_path / "old.skptr",
+        lambda metadata: metadata["state"].pop("feature_scale_"),
+        {NETWORK: _network_config(members(path)[NETWORK], unscaled)},
+    )
+    state = estimator.__getstate__()
+    del state["feature_scale_"]
+    old_pickle = object.__new__(PointerNetworkOrderer)
+    old_pickle.__setstate__(state)
+    for old in (skptr.load(old_file), old_pickle):
+        # The same weights, and no scaling: as the network was before scales existed.
+        assert old.feature_scale_ is None
+        np.testing.assert_array_equal(old.predict(X / [4.0, 0.5]), estimator.predict(X))

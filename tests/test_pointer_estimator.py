@@ -246,6 +246,27 @@ def test_warm_start_continues_training(tiny_data):
     assert estimator.history_["loss"][3] < first_losses[0]
 
 
+def test_each_feature_reaches_the_network_divided_by_its_largest_magnitude():
+    rng = np.random.default_rng(3)
+    X = [rng.uniform(-1, 1, (n, 3)) for n in rng.integers(3, 8, 96)]
+    for sample in X:
+        sample[:, 2] = 0.0  # a feature that is always 0 keeps its values
+    y = [np.argsort(sample[:, 0]) for sample in X]
+    fitted = PointerNetworkOrderer(**SMALL).fit(X, y)
+    largest = np.abs(np.concatenate(X).astype(np.float32)).max(axis=0)  # as the network reads X
+    np.testing.assert_array_equal(fitted.feature_scale_, [largest[0], largest[1], 1.0])
+    # Other units (powers of two, so that dividing is exact) give the same model.
+    units = np.array([8.0, 0.25, 1.0])
+    rescaled = PointerNetworkOrderer(**SMALL).fit([sample * units for sample in X], y)
+    np.testing.assert_array_equal(rescaled.feature_scale_, fitted.feature_scale_ * units)
+    np.testing.assert_array_equal(
+        rescaled.predict([sample * units for sample in X]), fitted.predict(X)
+    )
+    # A warm start keeps the first fit's scale, whatever the new data holds.
+    fitted.set_params(warm_start=True).fit([sample * 4 for sample in X], y)
+    np.testing.assert_array_equal(fitted.feature_scale_, [largest[0], largest[1], 1.0])
+
+
 def test_learning_rate_decays_per_epoch_across_warm_starts(tiny_data):
     X, y = tiny_data
     params = {"epochs": 2, "learning_rate": 0.04, "learning_rate_decay": 0.5}

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+from sklearn.preprocessing import MaxAbsScaler
 
 from .. import _schema
 from .._batches import TrainingData
@@ -18,7 +19,7 @@ from .._limits import MAX_COUNT
 from .._sequences import check_numeric_sequences, check_orderings
 from ._cycles import canonical_indices, canonical_training
 
-__all__ = ["PointerCodec", "given_form"]
+__all__ = ["PointerCodec", "feature_scale", "given_form"]
 
 
 def given_form(X, sequences):
@@ -29,6 +30,15 @@ def given_form(X, sequences):
     if np.all(sequences.lengths == sequences.max_length):
         return np.asarray(X)
     return list(X)
+
+
+def feature_scale(values, lengths):
+    """The largest magnitude of each feature over the valid steps of padded ``values``
+    (n, T, F) of ``lengths`` (n,), 1 where a feature is always 0, as scikit-learn's
+    :class:`~sklearn.preprocessing.MaxAbsScaler` finds it: the network divides its
+    inputs by it, so that no feature outweighs the others by its units alone."""
+    valid = np.arange(values.shape[1])[None, :] < lengths[:, None]
+    return MaxAbsScaler().fit(values[valid]).scale_.astype(np.float64)
 
 
 @dataclass(frozen=True)
@@ -57,6 +67,7 @@ class PointerCodec:
     FITTED_ATTRIBUTES: ClassVar[dict] = {
         "n_features_in_": _schema.int_between(1, MAX_COUNT),
         "ordered_subsets_": _schema.BOOL,
+        "feature_scale_": _schema.POSITIVE_FLOATS_OR_NONE,
     }
 
     @classmethod

@@ -15,7 +15,7 @@ from .._sequences import check_orderings
 from ..costs import BUILT_IN_COSTS
 from ..metrics import _checked_position_accuracy
 from . import _sizes
-from ._codec import PointerCodec, given_form
+from ._codec import PointerCodec, feature_scale, given_form
 from ._costs import call_cost
 from ._cycles import CYCLE_KINDS
 from ._decoding import decode_sequences
@@ -159,6 +159,12 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
     ordered_subsets_ : bool
         True when some training targets were shorter than their inputs; the network
         then predicts an end of output, and ``predict`` pads with -1 after it.
+    feature_scale_ : ndarray of shape (n_features_in_,)
+        The largest magnitude of each feature in the first ``fit``'s data (1 for a
+        feature that is always 0), as :class:`~sklearn.preprocessing.MaxAbsScaler`
+        finds it; the network sees each feature divided by it, so features in other
+        units need no scaler (a ``cost`` still receives ``X`` as given). Warm starts
+        keep it.
     history_ : dict of list of float
         Per-epoch ``loss``, ``learning_rate`` (and ``val_loss``). A fit from a cost
         records the mean cost of the sampled orderings as ``loss``, and that of the
@@ -220,6 +226,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         **SequenceEstimatorBase._fitted_attributes,
         **PointerCodec.FITTED_ATTRIBUTES,
     }
+    _fitted_attributes_before: ClassVar[dict] = {"feature_scale_": None}
     _network_class = PointerNetwork
 
     def __init__(
@@ -304,9 +311,16 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         return data, {
             "n_features_in_": codec.n_features,
             "ordered_subsets_": codec.ordered_subsets,
+            "feature_scale_": feature_scale(data.inputs["values"], data.lengths),
         }
 
     def _build_network(self, seed, unroll_steps):
+        scale = self.feature_scale_
+        if scale is not None and len(scale) != self.n_features_in_:
+            raise ValueError(
+                f"feature_scale_ holds {len(scale)} scales where n_features_in_ is "
+                f"{self.n_features_in_}: one per feature is needed."
+            )
         network = PointerNetwork(
             hidden_size=self.hidden_size,
             cell=self.cell,
@@ -320,6 +334,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
             n_heads=self.n_heads,
             unroll_steps=unroll_steps,
             seed=seed,
+            input_scale=scale,
         )
         return network.build_for(self.n_features_in_)
 

@@ -401,6 +401,10 @@ class PointerNetwork(keras.Model):
     seed : int
         Seed of the initial weights and of the dropout masks; the same seed gives the
         same network.
+    input_scale : sequence of float, optional
+        Each input feature is divided by its entry before encoding, so that features
+        of different magnitudes reach the network on one scale; None leaves them as
+        they are.
     """
 
     def __init__(
@@ -417,6 +421,7 @@ class PointerNetwork(keras.Model):
         n_heads=8,
         unroll_steps=0,
         seed=0,
+        input_scale=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -434,6 +439,7 @@ class PointerNetwork(keras.Model):
         self.allow_end = allow_end
         self.unroll_steps = int(unroll_steps)
         self.seed = int(seed)
+        self.input_scale = None if input_scale is None else [float(s) for s in input_scale]
         seeds = SeedStream(self.seed)
         if encoder == "attention":
             self.encoder = SetEncoder(
@@ -534,6 +540,8 @@ class PointerNetwork(keras.Model):
         """
         n_positions = ops.shape(values)[1]
         mask = ops.arange(n_positions)[None, :] < ops.cast(lengths, "int32")[:, None]
+        if self.input_scale is not None:
+            values = values / ops.convert_to_tensor(self.input_scale, dtype=values.dtype)
         encodings, states = self.encoder(values, mask, training=training)
         end = ops.broadcast_to(self.end_vector, (ops.shape(encodings)[0], 1, self.width))
         keys = ops.concatenate([encodings, ops.cast(end, encodings.dtype)], axis=1)
@@ -638,6 +646,7 @@ class PointerNetwork(keras.Model):
                 "n_heads": self.n_heads,
                 "unroll_steps": self.unroll_steps,
                 "seed": self.seed,
+                "input_scale": self.input_scale,
             }
         )
         return config
