@@ -352,10 +352,7 @@ def test_each_case_ends_in_time_and_memory_and_clearly(tmp_path):
 
 
 #: Cases that fail today, and why.
-_KNOWN = {
-    "load: state.n_features_in_ 10**7": "a file's n_features_in_ builds a network too large "
-    "for memory, which the backend refuses with its own error",
-}
+_KNOWN = {}
 
 
 if __name__ == "__main__":
