@@ -87,7 +87,7 @@ COST_LEARNING = {
     "seeds": [0, 1, 2],
     "seconds": {"tsp20": 1200, "tsp50": 3600, "smtwt20": 600},
     # Epochs of 10,000 instances: the step size falls tenfold over the epochs that fit
-    # the budget on a 2-core CPU (about 14 for TSP-20, 6-7 for the schedules; TSP-50
+    # the budget on a 2-core CPU (about 14 for TSP-20, 5-7 for the schedules; TSP-50
     # takes TSP-20's decay until its own epochs per budget are measured).
     "params": {
         task: {
