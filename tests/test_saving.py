@@ -215,6 +215,10 @@ _INTERRUPTED_WARM_FITS = textwrap.dedent(
         X = np.random.default_rng(seed).random((n, steps))
         return X, np.argsort(X, axis=1)
 
+    # Ctrl+C as a terminal delivers it, even where the test runner's process ignores
+    # SIGINT (a child inherits the ignoring).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
     class InterruptLater(keras.callbacks.Callback):
         # A real SIGINT: from a thread, a delay after the fit starts (while the step
         # compiles) or after its second step (inside a later step), or at a given batch
