@@ -95,6 +95,7 @@ COST_LEARNING = {
             "num_layers": 2,
             "hidden_size": 128,
             "attention": "general",
+            "logit_clip": 10,
             "batch_size": 64,
             "learning_rate": 2e-3,
             "learning_rate_decay": decay,

@@ -34,6 +34,37 @@ def test_round_trip_predicts_identically(hull_model, tmp_path):
     np.testing.assert_array_equal(loaded.predict_proba(X), estimator.predict_proba(X))
 
 
+def _largest_odds_between_allowed_positions(estimator, X):
+    probabilities = estimator.predict_proba(X)
+    allowed = probabilities > 0
+    smallest = np.where(allowed, probabilities, np.inf).min(axis=-1)
+    steps = allowed.any(axis=-1)
+    return (probabilities.max(axis=-1)[steps] / smallest[steps]).max()
+
+
+def test_clipped_logits_survive_files_and_pickles(tmp_path):
+    rng = np.random.default_rng(5)
+    X = rng.random((64, 5, 2))
+    y = np.argsort(X[:, :, 0], axis=1)
+    fitted = {}
+    for clip in (None, 2.0):
+        estimator = PointerNetworkOrderer(
+            hidden_size=8, attention="general", logit_clip=clip, epochs=1, random_state=0
+        ).fit(X, y)
+        kernel = estimator.network_.attention.key_projection.kernel
+        kernel.assign(kernel * 1000.0)  # scores far beyond the clip
+        fitted[clip] = estimator
+    assert _largest_odds_between_allowed_positions(fitted[None], X) > np.exp(4.0)
+    # Logits in [-2, 2]: no allowed position is more than e**4 times likelier than
+    # another at any step.
+    clipped = fitted[2.0]
+    assert _largest_odds_between_allowed_positions(clipped, X) <= np.exp(4.0) * 1.001
+    clipped.save(tmp_path / "clipped.skptr")
+    for loaded in (skptr.load(tmp_path / "clipped.skptr"), pickle.loads(pickle.dumps(clipped))):
+        assert loaded.network_.logit_clip == 2.0
+        np.testing.assert_array_equal(loaded.predict_proba(X), clipped.predict_proba(X))
+
+
 def test_file_records_versions_and_plain_data(hull_model, tmp_path):
     estimator, _ = hull_model
     path = tmp_path / "hull.skptr"

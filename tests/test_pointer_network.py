@@ -391,8 +391,28 @@ def test_glimpses_leave_the_other_initial_weights_unchanged():
         np.testing.assert_array_equal(weight, glimpsing[path])
 
 
+@pytest.mark.parametrize("attention", ["additive", "dot", "general"])
+def test_clipped_logits_are_the_tanh_of_the_scores_bounded_by_the_clip(attention):
+    plain, clipped = (_network(attention=attention, logit_clip=c) for c in (None, 0.5))
+    rng = np.random.RandomState(10)
+    keys = rng.normal(size=(2, 5, plain.width)).astype("float32") * 30  # large scores
+    queries = rng.normal(size=(2, 3, plain.width)).astype("float32")
+    allowed = np.array([[True, True, False, True, True], [True, False, True, True, False]])
+    allowed = np.repeat(allowed[:, None, :], 3, axis=1)
+    scores, logits = (
+        np.asarray(network.pointer_logits(queries, keys, network.prepare_keys(keys), allowed))
+        for network in (plain, clipped)
+    )
+    divisor = 1.0 if attention == "additive" else np.sqrt(plain.width)  # width 16
+    expected = 0.5 * np.tanh(scores / divisor)
+    np.testing.assert_allclose(logits[allowed], expected[allowed], rtol=1e-5, atol=1e-6)
+    assert np.abs(logits[allowed]).max() <= 0.5
+    assert np.abs(scores[allowed] / divisor).max() > 1.0  # where tanh bends
+    assert np.all(_softmax(logits)[~allowed] == 0.0)
+
+
 def test_network_config_round_trip():
-    network = _network(attention="dot", cell="gru", glimpses=2)
+    network = _network(attention="dot", cell="gru", glimpses=2, logit_clip=10)
     clone = PointerNetwork.from_config(network.get_config())
     assert clone.get_config() == network.get_config()
     assert isinstance(keras.saving.get_registered_object("skptr>PointerNetwork"), type)

@@ -74,6 +74,7 @@ _CHANGES = {
         {"num_layers": 2},
         {"bidirectional": False},
         {"n_glimpses": 1},
+        {"logit_clip": 10.0},
         {"cycle": "directed"},
         {"encoder": "attention"},
     ],

@@ -75,6 +75,13 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         becomes an attention-weighted mean of the encodings still allowed, at about
         one more attention per step. Keep 0 unless a comparison on your data says
         otherwise (see :ref:`pointer_settings`).
+    logit_clip : float or None, default=None
+        Bounds the pointer's logits to ``[-logit_clip, logit_clip]`` with a tanh (after
+        dividing ``"dot"`` and ``"general"`` scores by the square root of their
+        width), as Bello et al. (2016) and Kool et al. (2019) do when learning from a
+        cost: the sampled rollouts keep exploring instead of settling early on a few
+        orderings. Use 10 with a ``cost`` (see :ref:`pointer_cost`); None leaves the
+        logits unbounded, as for imitation.
     dropout : float, default=0.0
         Dropout on the embedding, between layers and on decoder outputs (training
         only); 0.1-0.3 when the training set is small.
@@ -194,6 +201,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         "n_heads": [Interval(Integral, 1, MAX_DEPTH, closed="both")],
         "attention": [StrOptions({"additive", "dot", "general"})],
         "n_glimpses": [Interval(Integral, 0, MAX_DEPTH, closed="both")],
+        "logit_clip": [None, Interval(Real, 0, None, closed="neither")],
         "dropout": [Interval(Real, 0, 1, closed="left")],
         "decode": [StrOptions({"greedy", "beam"})],
         "beam_width": [Interval(Integral, 1, MAX_WIDTH, closed="both")],
@@ -209,6 +217,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         "num_layers",
         "attention",
         "n_glimpses",
+        "logit_clip",
         "dropout",
         "cycle",
         "encoder",
@@ -221,6 +230,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         **SequenceEstimatorBase._network_params_before,
         "encoder": "recurrent",
         "n_heads": 8,
+        "logit_clip": None,
     }
     _fitted_attributes: ClassVar[dict] = {
         **SequenceEstimatorBase._fitted_attributes,
@@ -239,6 +249,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         n_heads=8,
         attention="additive",
         n_glimpses=0,
+        logit_clip=None,
         dropout=0.0,
         decode="greedy",
         beam_width=5,
@@ -268,6 +279,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         self.n_heads = n_heads
         self.attention = attention
         self.n_glimpses = n_glimpses
+        self.logit_clip = logit_clip
         self.dropout = dropout
         self.decode = decode
         self.beam_width = beam_width
@@ -335,6 +347,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
             unroll_steps=unroll_steps,
             seed=seed,
             input_scale=scale,
+            logit_clip=self.logit_clip,
         )
         return network.build_for(self.n_features_in_)
 

@@ -7,6 +7,8 @@ steps, ``D`` the width of the encodings and of the decoder state.
 
 from __future__ import annotations
 
+import math
+
 import keras
 from keras import layers, ops
 
@@ -405,6 +407,11 @@ class PointerNetwork(keras.Model):
         Each input feature is divided by its entry before encoding, so that features
         of different magnitudes reach the network on one scale; None leaves them as
         they are.
+    logit_clip : float, optional
+        Bound ``C`` of the pointer logits: a score ``s`` becomes ``C tanh(s / √D)``
+        (``"dot"``, ``"general"``) or ``C tanh(s)`` (``"additive"``, already a sum
+        of bounded terms), as Bello et al. (2016) and Kool et al. (2019) clip them;
+        None leaves the scores as they are.
     """
 
     def __init__(
@@ -422,6 +429,7 @@ class PointerNetwork(keras.Model):
         unroll_steps=0,
         seed=0,
         input_scale=None,
+        logit_clip=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -440,6 +448,7 @@ class PointerNetwork(keras.Model):
         self.unroll_steps = int(unroll_steps)
         self.seed = int(seed)
         self.input_scale = None if input_scale is None else [float(s) for s in input_scale]
+        self.logit_clip = None if logit_clip is None else float(logit_clip)
         seeds = SeedStream(self.seed)
         if encoder == "attention":
             self.encoder = SetEncoder(
@@ -591,7 +600,12 @@ class PointerNetwork(keras.Model):
             queries = ops.einsum(
                 "n...p,npd->n...d", ops.cast(ops.softmax(scores, axis=-1), keys.dtype), keys
             )
-        return masked_logits(self.attention.score(queries, pointer_keys), allowed)
+        scores = self.attention.score(queries, pointer_keys)
+        if self.logit_clip is not None:
+            if self.attention_kind != "additive":
+                scores = scores / math.sqrt(self.width)
+            scores = self.logit_clip * ops.tanh(scores)
+        return masked_logits(scores, allowed)
 
     def decoder_step(self, inputs, states, training=None):
         """Run one decoder step for all layers; return (output, new states)."""
@@ -647,6 +661,7 @@ class PointerNetwork(keras.Model):
                 "unroll_steps": self.unroll_steps,
                 "seed": self.seed,
                 "input_scale": self.input_scale,
+                "logit_clip": self.logit_clip,
             }
         )
         return config
