@@ -24,6 +24,7 @@ SECTIONS = (
     "pointer_vs_torch",
     "pointer_budget",
     "cost_learning",
+    "rl4co_side_by_side",
     "pointer_speed",
     "transducer_speed",
     "transducer_decoding",
@@ -107,6 +108,18 @@ COST_LEARNING = {
     "beam_width": 16,
     "image_beam_widths": [1, 16],
     "host_cost_seconds": 60,
+}
+
+#: ``rl4co_side_by_side``: RL4CO's POMO and attention model (rollout baseline), its
+#: defaults but batch 64 and float32, trained for cost_learning's seconds in the
+#: environment whose Python ``SKPTR_RL4CO_PYTHON`` names (the section is skipped without).
+RL4CO = {
+    "python": os.environ.get("SKPTR_RL4CO_PYTHON"),
+    "runs": {task: ["pomo", "am"] for task in COST_LEARNING["tasks"]},
+    "seeds": COST_LEARNING["seeds"],
+    "seconds": COST_LEARNING["seconds"],
+    "n_test": COST_LEARNING["n_test"],
+    "batch_size": 64,
 }
 
 SEEDS = [0, 1, 2, 3, 4]
@@ -206,6 +219,13 @@ def configuration(quick):
                 "n_pool": {"tsp20": 256, "smtwt20": 256},
                 "n_test": 16,
                 "host_cost_seconds": 0,
+            },
+            "rl4co_side_by_side": {
+                **RL4CO,
+                "runs": {"smtwt20": ["am"], "tsp20": ["pomo"]},
+                "seeds": [0],
+                "seconds": {"tsp20": 5, "smtwt20": 5},
+                "n_test": 16,
             },
             "pointer_speed": {
                 "tasks": ["sort8"],
@@ -351,6 +371,7 @@ def configuration(quick):
             },
         },
         "cost_learning": COST_LEARNING,
+        "rl4co_side_by_side": RL4CO,
         "pointer_speed": {
             "tasks": ["sort8", "hull10", "tsp10"],
             "hidden_sizes": [128, 256],
@@ -510,6 +531,7 @@ def main(argv=None):
             "pointer_vs_torch": budget.pointer_vs_torch,
             "pointer_budget": budget.pointer_budget,
             "cost_learning": cost_learning.cost_learning,
+            "rl4co_side_by_side": cost_learning.rl4co_side_by_side,
             "pointer_speed": speed.pointer_speed,
             "transducer_speed": speed.transducer_speed,
             "transducer_decoding": speed.transducer_decoding,

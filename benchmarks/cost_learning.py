@@ -16,11 +16,21 @@ judges its decodings on test instances drawn here with plain NumPy:
 
 Each row also records the training instances per second; ``host_cost`` rows compare
 the in-graph ``"tour"`` cost with the same cost given as a NumPy function.
+
+``rl4co_side_by_side`` trains RL4CO's POMO and attention model on the same tasks for the
+same seconds, in an environment of their own (``rl4co_side_by_side.py`` runs there,
+started as a subprocess of that environment's Python), and judges them on the same test
+instances against the same references.
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -35,6 +45,8 @@ __all__ = [
     "apparent_tardiness_cost",
     "cost_learning",
     "optimal_tardiness",
+    "rl4co_row",
+    "rl4co_side_by_side",
     "total_weighted_tardiness",
 ]
 
@@ -162,6 +174,21 @@ def _smtwt_task(config, log):
     }
 
 
+_TASKS = {
+    "tsp20": lambda config, log: _tsp_task(config, log, 20),
+    "tsp50": lambda config, log: _tsp_task(config, log, 50),
+    "smtwt20": _smtwt_task,
+}
+
+
+def _build_task(name, config, log):
+    """The task's test instances and references, or None when its reference is missing."""
+    if name.startswith("tsp") and not lkh_available():
+        log(f"{name} skipped: its reference tours need the elkai package (LKH-3)")
+        return None
+    return _TASKS[name](config, log)
+
+
 class _TimeBudget(keras.callbacks.Callback):
     """Stops training once ``seconds`` have passed since the first batch."""
 
@@ -253,16 +280,10 @@ def cost_learning(config, log):
         One row per task and seed, the reference rules' rows, and the host-cost rows.
     """
     rows = []
-    builders = {
-        "tsp20": lambda config, log: _tsp_task(config, log, 20),
-        "tsp50": lambda config, log: _tsp_task(config, log, 50),
-        "smtwt20": _smtwt_task,
-    }
     for name in config["tasks"]:
-        if name.startswith("tsp") and not lkh_available():
-            log(f"{name} skipped: its reference tours need the elkai package (LKH-3)")
+        task = _build_task(name, config, log)
+        if task is None:
             continue
-        task = builders[name](config, log)
         for rule, ratio in task["rules"].items():
             rows.append({"task": name, "method": rule, "ratio": ratio})
         for seed in config["seeds"]:
@@ -301,3 +322,98 @@ def _host_cost(config, log):
         rows.append({"task": "tsp20", "method": "host_cost", "cost": name, **training})
         log(f"tsp20 cost {name}: {training['instances_per_s']:.1f} instances/s")
     return rows
+
+
+#: The script that trains and judges an RL4CO model inside RL4CO's own environment.
+SIDE_BY_SIDE_SCRIPT = Path(__file__).with_name("rl4co_side_by_side.py")
+#: The script's name of each task's problem.
+RL4CO_PROBLEMS = {"tsp20": "tsp", "tsp50": "tsp", "smtwt20": "smtwt"}
+
+
+def rl4co_side_by_side(config, log):
+    """RL4CO's models trained for the same seconds, on the same test instances.
+
+    Parameters
+    ----------
+    config : dict
+        ``python`` (the Python of an environment with RL4CO and PyTorch; None or empty
+        skips the section), ``runs`` (the models, ``"pomo"`` or ``"am"``, of each task),
+        ``seeds``, ``seconds`` (by task), ``n_test`` and ``batch_size``.
+    log : callable
+        Progress printer.
+
+    Returns
+    -------
+    list of dict
+        One row per task, model and seed: the training seconds and instances, and each
+        decoding's mean cost over the reference's, or the error that stopped training.
+    """
+    if not config["python"]:
+        log(
+            "rl4co_side_by_side skipped: set SKPTR_RL4CO_PYTHON to the Python of an "
+            "environment with RL4CO installed"
+        )
+        return []
+    rows = []
+    for name, models in config["runs"].items():
+        task = _build_task(name, config, log)
+        if task is None:
+            continue
+        with tempfile.TemporaryDirectory() as folder:
+            instances = Path(folder) / "instances.npy"
+            np.save(instances, task["X_test"])
+            for model in models:
+                for seed in config["seeds"]:
+                    out = Path(folder) / f"{model}-{seed}.json"
+                    _run_rl4co(config, name, model, seed, instances, out)
+                    row = rl4co_row(name, task, json.loads(out.read_text()))
+                    log(f"{name} RL4CO {model} seed {seed}: {row}")
+                    rows.append(row)
+    return rows
+
+
+def _run_rl4co(config, name, model, seed, instances, out):
+    command = [
+        config["python"],
+        str(SIDE_BY_SIDE_SCRIPT),
+        *("--problem", RL4CO_PROBLEMS[name], "--model", model),
+        *("--seconds", str(config["seconds"][name]), "--seed", str(seed)),
+        *("--instances", str(instances), "--out", str(out)),
+        *("--batch-size", str(config["batch_size"])),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if done.returncode != 0:
+        sys.stderr.write(done.stderr[-4000:])
+        raise RuntimeError(f"{' '.join(command)} exited with status {done.returncode}")
+
+
+def rl4co_row(name, task, result):
+    """The benchmark row of one result of ``rl4co_side_by_side.py``: ratios of the
+    mean cost of each decoding to the task's reference, or the training error."""
+    row = {
+        "task": name,
+        "method": "rl4co",
+        "model": result["model"],
+        "seed": result["seed"],
+        "versions": {"rl4co": result["rl4co_version"], "torch": result["torch_version"]},
+        "batch_size": result["batch_size"],
+        "reference": task["reference_name"],
+        "n_test": len(task["X_test"]),
+        "training": {key: result[key] for key in ("seconds", "instances", "instances_per_s")},
+    }
+    if "error" in result:
+        return {**row, "error": result["error"]}
+    check(result["reward_check"], f"RL4CO's reward disagrees with the NumPy cost on {name}")
+    reference = np.mean(task["reference"])
+    for decoding, scores in result["decodings"].items():
+        check(
+            len(scores["costs"]) == len(task["X_test"]), f"RL4CO {decoding}: a cost per instance"
+        )
+    row["decodings"] = {
+        decoding: {
+            "ratio": float(np.mean(scores["costs"]) / reference),
+            "ms_per_instance": scores["ms_per_instance"],
+        }
+        for decoding, scores in result["decodings"].items()
+    }
+    return row

@@ -653,43 +653,30 @@ def _budget_context(section):
     }
 
 
-def _cost_learning_context(section):
-    """Rows of the cost-learning section: the rules, each seed, and mean and worst."""
+def _cost_learning_context(section, side_by_side=None):
+    """Rows of the cost-learning section: the rules, each seed and mean and worst of
+    skptr and of RL4CO's models (``side_by_side``, the ``rl4co_side_by_side`` section)."""
     results = section["results"]
     learned = [r for r in results if r["method"] == "skptr"]
+    outside = side_by_side["results"] if side_by_side else []
     rows = [
         [r["task"], r["method"], "", "", f"{r['ratio']:.3f}", ""]
         for r in results
         if r["method"] not in ("skptr", "host_cost")
     ]
-    for task in dict.fromkeys(r["task"] for r in learned):
+    for task in dict.fromkeys(r["task"] for r in learned + outside):
         runs = [r for r in learned if r["task"] == task]
-        for decoding in runs[0]["decodings"]:
-            ratios = [r["decodings"][decoding]["ratio"] for r in runs]
-            ms = np.mean([r["decodings"][decoding]["ms_per_instance"] for r in runs])
-            for r, ratio in zip(runs, ratios, strict=True):
-                t = r["training"]
-                rows.append(
-                    [
-                        task,
-                        f"skptr, {decoding}",
-                        f"random_state={r['seed']}",
-                        f"{t['seconds']:.0f} s, {t['instances']:,} instances "
-                        f"({t['instances_per_s']:.0f} / s, {t['epochs']} epochs)",
-                        f"{ratio:.3f}",
-                        "",
-                    ]
-                )
-            rows.append(
-                [
-                    task,
-                    f"skptr, {decoding}",
-                    "mean (worst)",
-                    "",
-                    f"{np.mean(ratios):.3f} ({max(ratios):.3f})",
-                    f"{ms:.2f}",
-                ]
-            )
+        rows += _seed_rows(task, "skptr", runs, lambda r: f"random_state={r['seed']}")
+        for model in dict.fromkeys(r["model"] for r in outside if r["task"] == task):
+            runs = [r for r in outside if r["task"] == task and r["model"] == model]
+            name = f"RL4CO {RL4CO_MODELS[model]}"
+            rows += [
+                [task, name, f"seed={r['seed']}", _training_cell(r), "stops: " + r["error"], ""]
+                for r in runs
+                if "error" in r
+            ]
+            runs = [r for r in runs if "error" not in r]
+            rows += _seed_rows(task, name, runs, lambda r: f"seed={r['seed']}")
     host = [
         [r["cost"], f"{r['instances_per_s']:.1f}"] for r in results if r["method"] == "host_cost"
     ]
@@ -698,14 +685,62 @@ def _cost_learning_context(section):
     commits = {r["task"]: r.get("commit", section["device"].get("skptr_commit")) for r in learned}
     return {
         "backend": learned[0]["backend"] if learned else "?",
-        "n_test": {r["task"]: r["n_test"] for r in learned},
+        "n_test": {r["task"]: r["n_test"] for r in learned + outside},
         "params": [
             (task, ", ".join(f"`{k}={v!r}`" for k, v in p.items()), pools[task], commits[task])
             for task, p in params.items()
         ],
         "rows": rows,
         "host": host,
+        "rl4co": outside[0]["versions"] if outside else None,
+        "rl4co_batch_size": outside[0]["batch_size"] if outside else None,
     }
+
+
+#: How the report names RL4CO's models.
+RL4CO_MODELS = {"pomo": "POMO", "am": "attention model"}
+
+
+def _training_cell(run):
+    t = run["training"]
+    epochs = f", {t['epochs']} epochs" if "epochs" in t else ""
+    return (
+        f"{t['seconds']:.0f} s, {t['instances']:,} instances "
+        f"({t['instances_per_s']:.0f} / s{epochs})"
+    )
+
+
+def _seed_rows(task, name, runs, run_name):
+    """One row per run and decoding, then the decoding's mean (worst) over the runs."""
+    rows = []
+    for decoding in runs[0]["decodings"] if runs else ():
+        ratios = [r["decodings"][decoding]["ratio"] for r in runs]
+        ms = np.mean([r["decodings"][decoding]["ms_per_instance"] for r in runs])
+        one = len(runs) == 1  # its own mean: the run's row takes the time
+        rows += [
+            [
+                task,
+                f"{name}, {decoding}",
+                run_name(r),
+                _training_cell(r),
+                f"{ratio:.3f}",
+                f"{ms:.2f}" if one else "",
+            ]
+            for r, ratio in zip(runs, ratios, strict=True)
+        ]
+        if one:
+            continue
+        rows.append(
+            [
+                task,
+                f"{name}, {decoding}",
+                "mean (worst)",
+                "",
+                f"{np.mean(ratios):.3f} ({max(ratios):.3f})",
+                f"{ms:.2f}",
+            ]
+        )
+    return rows
 
 
 def _pointer_speed_context(rows):
@@ -981,7 +1016,9 @@ def report_context(data, run):
             if name in data
         ],
         "budget": _budget_context(data["pointer_budget"]) if "pointer_budget" in data else None,
-        "cost_learning": _cost_learning_context(data["cost_learning"])
+        "cost_learning": _cost_learning_context(
+            data["cost_learning"], data.get("rl4co_side_by_side")
+        )
         if "cost_learning" in data
         else None,
         "pointer_speed": section("pointer_speed", _pointer_speed_context),

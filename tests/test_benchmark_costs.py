@@ -1,4 +1,5 @@
-"""The cost-learning benchmark's references: the exact schedule cost and the ATC rule."""
+"""The cost-learning benchmark's references (the exact schedule cost and the ATC rule)
+and its reading of RL4CO's results."""
 
 import itertools
 
@@ -6,11 +7,15 @@ import numpy as np
 import pytest
 from _marks import once
 
+from benchmarks import rl4co_side_by_side as rl4co_script
+from benchmarks._common import BenchmarkError
 from benchmarks.cost_learning import (
     apparent_tardiness_cost,
     optimal_tardiness,
+    rl4co_row,
     total_weighted_tardiness,
 )
+from skptr.costs import tour_length
 
 pytestmark = once
 
@@ -47,3 +52,49 @@ def test_apparent_tardiness_cost_schedules_every_job_once_and_follows_its_priori
     np.testing.assert_array_equal(
         apparent_tardiness_cost(late, k=2.0), np.argsort(-late[..., 1] / late[..., 0], axis=1)
     )
+
+
+def test_the_rl4co_script_scores_orders_as_the_benchmark_does():
+    rng = np.random.default_rng(3)
+    jobs = np.stack([rng.random((9, 6)), rng.random((9, 6)), rng.random((9, 6)) * 3], axis=-1)
+    cities = rng.random((9, 6, 2))
+    orders = np.argsort(rng.random((9, 6)), axis=1)
+    np.testing.assert_allclose(
+        rl4co_script.costs_of("smtwt", jobs, orders), total_weighted_tardiness(jobs, orders)
+    )
+    np.testing.assert_allclose(
+        rl4co_script.costs_of("tsp", cities, orders), tour_length(cities, orders)
+    )
+    repeated = orders.copy()
+    repeated[4, 1] = repeated[4, 0]
+    with pytest.raises(ValueError, match="not permutations"):
+        rl4co_script.costs_of("tsp", cities, repeated)
+
+
+def test_an_rl4co_result_becomes_ratios_to_the_reference_or_its_error():
+    task = {"X_test": np.zeros((4, 20, 3)), "reference": np.array([1.0, 2.0, 3.0, 2.0])}
+    result = {
+        "model": "am",
+        "seed": 1,
+        "rl4co_version": "0.7.0",
+        "torch_version": "2.13.0",
+        "batch_size": 64,
+        "seconds": 600.0,
+        "instances": 64_000,
+        "instances_per_s": 106.7,
+        "reward_check": True,
+        "decodings": {"greedy": {"costs": [1.0, 3.0, 3.0, 3.0], "ms_per_instance": 0.4}},
+    }
+    row = rl4co_row("smtwt20", {**task, "reference_name": "optimum"}, result)
+    assert row["decodings"] == {"greedy": {"ratio": 1.25, "ms_per_instance": 0.4}}
+    assert row["training"] == {"seconds": 600.0, "instances": 64_000, "instances_per_s": 106.7}
+    stopped = {k: v for k, v in result.items() if k not in ("decodings", "reward_check")}
+    row = rl4co_row("smtwt20", {**task, "reference_name": "optimum"}, {**stopped, "error": "E"})
+    assert row["error"] == "E" and "decodings" not in row
+    with pytest.raises(BenchmarkError, match="reward disagrees"):
+        rl4co_row(
+            "smtwt20", {**task, "reference_name": "optimum"}, {**result, "reward_check": False}
+        )
+    short = {**result, "decodings": {"greedy": {"costs": [1.0], "ms_per_instance": 0.4}}}
+    with pytest.raises(BenchmarkError, match="a cost per instance"):
+        rl4co_row("smtwt20", {**task, "reference_name": "optimum"}, short)
