@@ -653,9 +653,10 @@ def _budget_context(section):
     }
 
 
-def _cost_learning_context(section, side_by_side=None):
+def _cost_learning_context(section, side_by_side=None, side_by_side_finished=None):
     """Rows of the cost-learning section: the rules, each seed and mean and worst of
-    skptr and of RL4CO's models (``side_by_side``, the ``rl4co_side_by_side`` section)."""
+    skptr and of RL4CO's models (``side_by_side``, the ``rl4co_side_by_side`` section,
+    finished at ``side_by_side_finished``)."""
     results = section["results"]
     learned = [r for r in results if r["method"] == "skptr"]
     outside = side_by_side["results"] if side_by_side else []
@@ -694,6 +695,7 @@ def _cost_learning_context(section, side_by_side=None):
         "host": host,
         "rl4co": outside[0]["versions"] if outside else None,
         "rl4co_batch_size": outside[0]["batch_size"] if outside else None,
+        "rl4co_finished": side_by_side_finished,
     }
 
 
@@ -1017,7 +1019,9 @@ def report_context(data, run):
         ],
         "budget": _budget_context(data["pointer_budget"]) if "pointer_budget" in data else None,
         "cost_learning": _cost_learning_context(
-            data["cost_learning"], data.get("rl4co_side_by_side")
+            data["cost_learning"],
+            data.get("rl4co_side_by_side"),
+            run.get("sections", {}).get("rl4co_side_by_side", {}).get("finished"),
         )
         if "cost_learning" in data
         else None,
