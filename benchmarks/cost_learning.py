@@ -384,7 +384,7 @@ def _run_rl4co(config, name, model, seed, instances, out):
     done = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     if done.returncode != 0:
         sys.stderr.write(done.stderr[-4000:])
-        raise RuntimeError(f"{' '.join(command)} exited with status {done.returncode}")
+    check(done.returncode == 0, f"{' '.join(command)} exited with status {done.returncode}")
 
 
 def rl4co_row(name, task, result):
@@ -405,15 +405,12 @@ def rl4co_row(name, task, result):
         return {**row, "error": result["error"]}
     check(result["reward_check"], f"RL4CO's reward disagrees with the NumPy cost on {name}")
     reference = np.mean(task["reference"])
+    row["decodings"] = {}
     for decoding, scores in result["decodings"].items():
-        check(
-            len(scores["costs"]) == len(task["X_test"]), f"RL4CO {decoding}: a cost per instance"
-        )
-    row["decodings"] = {
-        decoding: {
-            "ratio": float(np.mean(scores["costs"]) / reference),
+        costs = scores["costs"]
+        check(len(costs) == len(task["X_test"]), f"RL4CO {decoding}: a cost per instance")
+        row["decodings"][decoding] = {
+            "ratio": float(np.mean(costs) / reference),
             "ms_per_instance": scores["ms_per_instance"],
         }
-        for decoding, scores in result["decodings"].items()
-    }
     return row

@@ -718,20 +718,10 @@ def _seed_rows(task, name, runs, run_name):
     for decoding in runs[0]["decodings"] if runs else ():
         ratios = [r["decodings"][decoding]["ratio"] for r in runs]
         ms = np.mean([r["decodings"][decoding]["ms_per_instance"] for r in runs])
-        one = len(runs) == 1  # its own mean: the run's row takes the time
         rows += [
-            [
-                task,
-                f"{name}, {decoding}",
-                run_name(r),
-                _training_cell(r),
-                f"{ratio:.3f}",
-                f"{ms:.2f}" if one else "",
-            ]
+            [task, f"{name}, {decoding}", run_name(r), _training_cell(r), f"{ratio:.3f}", ""]
             for r, ratio in zip(runs, ratios, strict=True)
         ]
-        if one:
-            continue
         rows.append(
             [
                 task,
