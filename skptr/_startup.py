@@ -7,6 +7,8 @@ them; on the JAX backend Keras starts TensorFlow too. Importing this module star
 backend, and runs TensorFlow's first operations, with standard error captured: the
 captured text is shown only if starting fails. ``TF_CPP_MIN_LOG_LEVEL`` defaults to 3
 (fatal errors only) unless it is set; set it before importing skptr to see more.
+``TF_CPU_ALLOCATOR_USE_BFC`` defaults to ``true``: TensorFlow's pooling allocator for
+tensors in host memory (``false`` gives every tensor its own ``malloc``).
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ def start_backend_quietly():
     if "skptr._backend" in sys.modules:
         return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    # Pools that keep freed tensors' memory for the next training step, rather than
+    # returning it to the operating system and faulting it back in at every step.
+    os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")
     started_before = "tensorflow" in sys.modules
     sys.stderr.flush()
     saved = os.dup(2)

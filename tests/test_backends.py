@@ -216,3 +216,29 @@ def test_adam_squares_the_summed_gradient_of_repeated_tokens():
     expected = np.zeros((5, 3))
     expected[1], expected[2] = 0.004 * c**2, 0.001 * c**2
     np.testing.assert_allclose(keras.ops.convert_to_numpy(velocity), expected, rtol=1e-5)
+
+
+_ALLOCATOR_SETTING = """
+import os
+import numpy as np
+from skptr import PointerNetworkOrderer
+PointerNetworkOrderer(hidden_size=4, epochs=1).fit(np.eye(3)[None], [[0, 1, 2]])
+print(os.environ.get("TF_CPU_ALLOCATOR_USE_BFC"))
+"""
+
+
+@pytest.mark.skipif(BACKEND != "tensorflow", reason="TensorFlow's setting; run once")
+@pytest.mark.parametrize(("given", "expected"), [(None, "true"), ("false", "false")])
+def test_tensorflow_pools_host_memory_unless_told_otherwise(given, expected):
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPU_ALLOCATOR_USE_BFC"}
+    if given is not None:
+        env["TF_CPU_ALLOCATOR_USE_BFC"] = given
+    result = subprocess.run(
+        [sys.executable, "-c", _ALLOCATOR_SETTING],
+        env={**env, "KERAS_BACKEND": "tensorflow"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == [expected]
