@@ -33,6 +33,7 @@ SECTIONS = (
     "precision",
     "sklearn_overhead",
     "predict_threads",
+    "cpu_allocator",
     "sort8_curves",
     "sort_floats",
     "convex_hull",
@@ -79,6 +80,27 @@ SVO_ERRORS = {
     "n_train": 2000,
     "n_test": 200,
     "params": {},
+}
+
+#: ``cpu_allocator``: both allocators alternate over the repeats; each fit runs its
+#: epochs of ``n_instances`` (TSP-20 with the recommended settings of ``cost_learning``,
+#: sorting 10 numbers with the defaults), the first one, which compiles, not timed.
+CPU_ALLOCATOR = {
+    "repeats": 3,
+    "epochs": 4,
+    "n_instances": 640,
+    "tour_length": 20,
+    "tour_params": {
+        "encoder": "attention",
+        "num_layers": 2,
+        "hidden_size": 128,
+        "attention": "general",
+        "logit_clip": 10,
+        "batch_size": 64,
+        "learning_rate": 2e-3,
+    },
+    "sort_length": 10,
+    "sort_params": {"batch_size": 64},
 }
 
 #: ``cost_learning``: the user guide's recommended settings for tours and schedules,
@@ -287,6 +309,14 @@ def configuration(quick):
                 "repeats": 1,
                 "threads": [1, 2, 4],
             },
+            "cpu_allocator": {
+                **CPU_ALLOCATOR,
+                "repeats": 1,
+                "epochs": 2,
+                "n_instances": 64,
+                "tour_length": 8,
+                "sort_length": 5,
+            },
             "sort8_curves": {"n_train": 2000, "epochs": 2, "hidden_size": 32},
             "sort_floats": {"sizes": [5], "n_train": 1500, "epochs": 2, "hidden_size": 32},
             "convex_hull": {
@@ -432,6 +462,7 @@ def configuration(quick):
             "repeats": 3,
             "threads": [1, 2, 4],
         },
+        "cpu_allocator": CPU_ALLOCATOR,
         "sort8_curves": {"n_train": 9000, "epochs": 6, "hidden_size": 64},
         "sort_floats": {"sizes": [5, 10], "n_train": 5000, "epochs": 8, "hidden_size": 64},
         "convex_hull": {
@@ -540,6 +571,7 @@ def main(argv=None):
             "precision": precision.precision,
             "sklearn_overhead": speed.sklearn_overhead,
             "predict_threads": speed.predict_threads,
+            "cpu_allocator": speed.cpu_allocator,
             "sort8_curves": quality.sort8_curves,
             "sort_floats": quality.sort_floats,
             "convex_hull": quality.convex_hull,

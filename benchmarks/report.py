@@ -837,6 +837,15 @@ def _threads_rows(rows):
     )
 
 
+def _allocator_rows(rows):
+    return _cells(
+        rows,
+        "{task} | {allocator} | {instances_per_s:,.1f} | {spread} | {vs_malloc:.2f} | "
+        "{page_faults_per_instance:,.0f} | {peak_rss_mib:,.0f} MiB",
+        spread=lambda r: f"{min(r['rates']):,.1f}-{max(r['rates']):,.1f}",
+    )
+
+
 def _backend_name(section):
     return {"tensorflow": "TensorFlow", "jax": "JAX"}[section["device"]["keras_backend"]]
 
@@ -1032,6 +1041,7 @@ def report_context(data, run):
         "decoding": section("transducer_decoding", _decoding_context),
         "overhead": section("sklearn_overhead", _overhead_rows),
         "threads": section("predict_threads", _threads_rows),
+        "allocator": section("cpu_allocator", _allocator_rows),
         "sort8": {
             "budget": _budget_text(data["sort8_curves"]["results"]["budget"], short),
             "rows": [

@@ -741,3 +741,83 @@ def two_devices(config, log):
             f"{1 - row['agreement']:.1%} of the inputs",
         )
     return rows
+
+
+#: ``TF_CPU_ALLOCATOR_USE_BFC`` of each allocator compared by ``cpu_allocator``.
+CPU_ALLOCATORS = {"C library (malloc)": "false", "TensorFlow BFC pools": "true"}
+
+
+def cpu_allocator(config, log):
+    """Training throughput with the C library's allocator against TensorFlow's BFC pools.
+
+    Each task of :mod:`benchmarks._cpu_allocator` is fitted in a process of its own per
+    allocator and repeat, the allocators alternating, on the TensorFlow backend (the
+    setting means nothing to JAX, whose section is skipped). skptr asks TensorFlow for
+    the BFC pools unless ``TF_CPU_ALLOCATOR_USE_BFC`` is set; these rows are why.
+
+    Parameters
+    ----------
+    config : dict
+        ``repeats``, and the worker's ``epochs``, ``n_instances``, ``tour_length``,
+        ``tour_params``, ``sort_length`` and ``sort_params``.
+    log : callable
+        Progress printer.
+
+    Returns
+    -------
+    list of dict
+        One row per task and allocator: the median instances per second over the
+        repeats and its ratio to the C library's, page faults per instance, peak
+        resident memory.
+    """
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from ._cpu_allocator import TASKS
+
+    if keras.backend.backend() != "tensorflow":
+        log("cpu_allocator skipped: TensorFlow's allocator plays no part on this backend")
+        return []
+    rows = []
+    for task in TASKS:
+        runs = {name: [] for name in CPU_ALLOCATORS}
+        for _ in range(config["repeats"]):
+            for name, use_bfc in CPU_ALLOCATORS.items():
+                env = {**os.environ, "TF_CPU_ALLOCATOR_USE_BFC": use_bfc}
+                command = [
+                    sys.executable,
+                    "-m",
+                    "benchmarks._cpu_allocator",
+                    json.dumps({**config, "task": task}),
+                ]
+                result = subprocess.run(
+                    command, env=env, capture_output=True, text=True, timeout=3600
+                )
+                check(
+                    result.returncode == 0,
+                    f"{task} with {name} failed:\n{result.stderr[-3000:]}",
+                )
+                runs[name].append(json.loads(result.stdout.strip().splitlines()[-1]))
+        baseline = float(np.median([r["instances_per_s"] for r in runs["C library (malloc)"]]))
+        for name, measured in runs.items():
+            rate = float(np.median([r["instances_per_s"] for r in measured]))
+            rows.append(
+                {
+                    "task": task,
+                    "allocator": name,
+                    "instances_per_s": rate,
+                    "vs_malloc": rate / baseline,
+                    "page_faults_per_instance": float(
+                        np.median([r["page_faults_per_instance"] for r in measured])
+                    ),
+                    "peak_rss_mib": float(max(r["peak_rss_mib"] for r in measured)),
+                    "rates": [r["instances_per_s"] for r in measured],
+                }
+            )
+            log(
+                f"{task}, {name}: {rate:,.1f} instances/s (x{rate / baseline:.2f}), "
+                f"{rows[-1]['page_faults_per_instance']:,.0f} page faults per instance"
+            )
+    return rows
