@@ -82,25 +82,15 @@ SVO_ERRORS = {
     "params": {},
 }
 
-#: ``cpu_allocator``: both allocators alternate over the repeats; each fit runs its
-#: epochs of ``n_instances`` (TSP-20 with the recommended settings of ``cost_learning``,
-#: sorting 10 numbers with the defaults), the first one, which compiles, not timed.
-CPU_ALLOCATOR = {
-    "repeats": 3,
-    "epochs": 4,
-    "n_instances": 640,
-    "tour_length": 20,
-    "tour_params": {
-        "encoder": "attention",
-        "num_layers": 2,
-        "hidden_size": 128,
-        "attention": "general",
-        "logit_clip": 10,
-        "batch_size": 64,
-        "learning_rate": 2e-3,
-    },
-    "sort_length": 10,
-    "sort_params": {"batch_size": 64},
+#: The user guide's recommended settings for learning from a cost (tours and schedules).
+RECOMMENDED_COST_PARAMS = {
+    "encoder": "attention",
+    "num_layers": 2,
+    "hidden_size": 128,
+    "attention": "general",
+    "logit_clip": 10,
+    "batch_size": 64,
+    "learning_rate": 2e-3,
 }
 
 #: ``cost_learning``: the user guide's recommended settings for tours and schedules,
@@ -113,16 +103,7 @@ COST_LEARNING = {
     # the budget on a 2-core CPU (about 14 for TSP-20, 5-7 for the schedules; TSP-50
     # takes TSP-20's decay until its own epochs per budget are measured).
     "params": {
-        task: {
-            "encoder": "attention",
-            "num_layers": 2,
-            "hidden_size": 128,
-            "attention": "general",
-            "logit_clip": 10,
-            "batch_size": 64,
-            "learning_rate": 2e-3,
-            "learning_rate_decay": decay,
-        }
+        task: {**RECOMMENDED_COST_PARAMS, "learning_rate_decay": decay}
         for task, decay in (("tsp20", 0.85), ("tsp50", 0.85), ("smtwt20", 0.7))
     },
     "n_pool": {"tsp20": 10_000, "tsp50": 10_000, "smtwt20": 10_000},
@@ -130,6 +111,19 @@ COST_LEARNING = {
     "beam_width": 16,
     "image_beam_widths": [1, 16],
     "host_cost_seconds": 60,
+}
+
+#: ``cpu_allocator``: both allocators alternate over the repeats; each fit runs its
+#: epochs of ``n_instances`` (TSP-20 with the recommended settings of ``cost_learning``,
+#: sorting 10 numbers with the defaults), the first one, which compiles, not timed.
+CPU_ALLOCATOR = {
+    "repeats": 3,
+    "epochs": 4,
+    "n_instances": 640,
+    "tour_length": 20,
+    "tour_params": RECOMMENDED_COST_PARAMS,
+    "sort_length": 10,
+    "sort_params": {"batch_size": 64},
 }
 
 #: ``rl4co_side_by_side``: RL4CO's POMO and attention model (rollout baseline), its

@@ -743,7 +743,8 @@ def two_devices(config, log):
     return rows
 
 
-#: ``TF_CPU_ALLOCATOR_USE_BFC`` of each allocator compared by ``cpu_allocator``.
+#: ``TF_CPU_ALLOCATOR_USE_BFC`` of each allocator compared by ``cpu_allocator``; the
+#: first is the reference of the ratios.
 CPU_ALLOCATORS = {"C library (malloc)": "false", "TensorFlow BFC pools": "true"}
 
 
@@ -800,7 +801,8 @@ def cpu_allocator(config, log):
                     f"{task} with {name} failed:\n{result.stderr[-3000:]}",
                 )
                 runs[name].append(json.loads(result.stdout.strip().splitlines()[-1]))
-        baseline = float(np.median([r["instances_per_s"] for r in runs["C library (malloc)"]]))
+        malloc = runs[next(iter(CPU_ALLOCATORS))]
+        baseline = float(np.median([r["instances_per_s"] for r in malloc]))
         for name, measured in runs.items():
             rate = float(np.median([r["instances_per_s"] for r in measured]))
             rows.append(
