@@ -841,8 +841,12 @@ def _allocator_rows(rows):
     return _cells(
         rows,
         "{task} | {allocator} | {instances_per_s:,.1f} | {spread} | {vs_malloc:.2f} | "
-        "{page_faults_per_instance:,.0f} | {peak_rss_mib:,.0f} MiB",
+        "{page_faults_per_instance:,.0f} | {first_epoch_s:.1f} s | {first_spread} | "
+        "{first_epoch_vs_malloc:.2f} | {peak_rss_mib:,.0f} MiB",
         spread=lambda r: f"{min(r['rates']):,.1f}-{max(r['rates']):,.1f}",
+        first_spread=lambda r: "{:.1f}-{:.1f} s".format(
+            min(r["first_epochs_s"]), max(r["first_epochs_s"])
+        ),
     )
 
 

@@ -768,8 +768,9 @@ def cpu_allocator(config, log):
     -------
     list of dict
         One row per task and allocator: the median instances per second over the
-        repeats and its ratio to the C library's, page faults per instance, peak
-        resident memory.
+        repeats and its ratio to the C library's, page faults per instance, the
+        median seconds to the end of the first epoch (compilation included) and its
+        ratio, peak resident memory.
     """
     import json
     import os
@@ -803,8 +804,10 @@ def cpu_allocator(config, log):
                 runs[name].append(json.loads(result.stdout.strip().splitlines()[-1]))
         malloc = runs[next(iter(CPU_ALLOCATORS))]
         baseline = float(np.median([r["instances_per_s"] for r in malloc]))
+        first_baseline = float(np.median([r["first_epoch_s"] for r in malloc]))
         for name, measured in runs.items():
             rate = float(np.median([r["instances_per_s"] for r in measured]))
+            first_epoch_s = float(np.median([r["first_epoch_s"] for r in measured]))
             rows.append(
                 {
                     "task": task,
@@ -814,12 +817,16 @@ def cpu_allocator(config, log):
                     "page_faults_per_instance": float(
                         np.median([r["page_faults_per_instance"] for r in measured])
                     ),
+                    "first_epoch_s": first_epoch_s,
+                    "first_epoch_vs_malloc": first_epoch_s / first_baseline,
                     "peak_rss_mib": float(max(r["peak_rss_mib"] for r in measured)),
                     "rates": [r["instances_per_s"] for r in measured],
+                    "first_epochs_s": [r["first_epoch_s"] for r in measured],
                 }
             )
             log(
                 f"{task}, {name}: {rate:,.1f} instances/s (x{rate / baseline:.2f}), "
-                f"{rows[-1]['page_faults_per_instance']:,.0f} page faults per instance"
+                f"{rows[-1]['page_faults_per_instance']:,.0f} page faults per instance, "
+                f"first epoch {first_epoch_s:.1f} s"
             )
     return rows
