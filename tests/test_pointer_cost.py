@@ -105,6 +105,40 @@ def test_the_gradient_is_the_reinforce_estimate_of_the_expected_costs_gradient()
     assert np.linalg.norm(sampled - exact) < 0.05 * np.linalg.norm(exact)
 
 
+@once
+def test_the_gradient_from_every_start_leaves_the_given_start_out():
+    import tensorflow as tf
+
+    # Three points, one rollout from each: each rollout's two orderings have exact
+    # probabilities given its start, whose own probability plays no part. Rollouts from
+    # different starts are independent, so the mean gradient is (K - 1) / K**2 times
+    # the sum over the starts of the gradient of the expected cost from that start.
+    points = np.array([[0.0, 0.0], [1.0, 0.2], [0.3, 0.9]], dtype="float32")
+    network = PointerNetwork(hidden_size=8, encoder="attention", seed=3).build_for(2)
+    trainer = CostTrainer(network, graph_costs("path"), every_start=True, seed=0)
+    n = 2048
+    inputs = {
+        "values": np.repeat(points[None], n, 0),
+        "lengths": np.full(n, 3, "int32"),
+        "index": np.zeros(n, "int32"),
+    }
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(trainer(inputs, training=True))
+    sampled = tape.gradient(loss, network.trainable_variables)
+    orderings = np.array(list(itertools.permutations(range(3))), dtype="int32")
+    costs = path_length(np.repeat(points[None], 6, 0), orderings).astype("float32")
+    every = {"values": inputs["values"][:6], "lengths": inputs["lengths"][:6]}
+    with tf.GradientTape() as tape:
+        log_probs = tf.nn.log_softmax(network({**every, "targets": orderings}), axis=-1)
+        picked = tf.gather(log_probs, orderings, axis=2, batch_dims=2)[:, 1:]
+        expected = tf.reduce_sum(tf.exp(tf.reduce_sum(picked, axis=1)) * costs)
+    exact = tape.gradient(expected, network.trainable_variables)
+    assert float(loss) == pytest.approx(float(expected) / 3, rel=0.01)  # the mean cost
+    sampled = np.concatenate([np.ravel(g) for g in sampled])
+    exact = np.concatenate([np.ravel(g) for g in exact]) * 2 / 9
+    assert np.linalg.norm(sampled - exact) < 0.05 * np.linalg.norm(exact)
+
+
 @pytest.mark.slow
 @once
 def test_learns_five_city_tours_from_the_cost_alone():
