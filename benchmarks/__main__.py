@@ -526,6 +526,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.backend is not None:
         os.environ["KERAS_BACKEND"] = args.backend
+    from skptr._startup import start_backend_quietly
+
+    # Before Keras, so that the backend starts with skptr's settings (such as
+    # TensorFlow's allocator), as it does in a program that imports skptr first.
+    start_backend_quietly()
     import keras
 
     from skptr._backend import SUPPORTED_BACKENDS  # refuses unsupported backends
