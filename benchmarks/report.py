@@ -843,11 +843,13 @@ def _allocator_rows(rows):
         "{task} | {allocator} | {instances_per_s:,.1f} | {spread} | {vs_malloc:.2f} | "
         "{page_faults_per_instance:,.0f} | {first_epoch_s:.1f} s | {first_spread} | "
         "{first_epoch_vs_malloc:.2f} | {peak_rss_mib:,.0f} MiB",
-        spread=lambda r: f"{min(r['rates']):,.1f}-{max(r['rates']):,.1f}",
-        first_spread=lambda r: "{:.1f}-{:.1f} s".format(
-            min(r["first_epochs_s"]), max(r["first_epochs_s"])
-        ),
+        spread=lambda r: _span(r["rates"]),
+        first_spread=lambda r: _span(r["first_epochs_s"]) + " s",
     )
+
+
+def _span(values):
+    return f"{min(values):,.1f}-{max(values):,.1f}"
 
 
 def _backend_name(section):

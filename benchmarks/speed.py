@@ -748,6 +748,10 @@ def two_devices(config, log):
 CPU_ALLOCATORS = {"C library (malloc)": "false", "TensorFlow BFC pools": "true"}
 
 
+def _median(records, key):
+    return float(np.median([r[key] for r in records]))
+
+
 def cpu_allocator(config, log):
     """Training throughput with the C library's allocator against TensorFlow's BFC pools.
 
@@ -803,20 +807,18 @@ def cpu_allocator(config, log):
                 )
                 runs[name].append(json.loads(result.stdout.strip().splitlines()[-1]))
         malloc = runs[next(iter(CPU_ALLOCATORS))]
-        baseline = float(np.median([r["instances_per_s"] for r in malloc]))
-        first_baseline = float(np.median([r["first_epoch_s"] for r in malloc]))
+        baseline = _median(malloc, "instances_per_s")
+        first_baseline = _median(malloc, "first_epoch_s")
         for name, measured in runs.items():
-            rate = float(np.median([r["instances_per_s"] for r in measured]))
-            first_epoch_s = float(np.median([r["first_epoch_s"] for r in measured]))
+            rate = _median(measured, "instances_per_s")
+            first_epoch_s = _median(measured, "first_epoch_s")
             rows.append(
                 {
                     "task": task,
                     "allocator": name,
                     "instances_per_s": rate,
                     "vs_malloc": rate / baseline,
-                    "page_faults_per_instance": float(
-                        np.median([r["page_faults_per_instance"] for r in measured])
-                    ),
+                    "page_faults_per_instance": _median(measured, "page_faults_per_instance"),
                     "first_epoch_s": first_epoch_s,
                     "first_epoch_vs_malloc": first_epoch_s / first_baseline,
                     "peak_rss_mib": float(max(r["peak_rss_mib"] for r in measured)),

@@ -70,21 +70,19 @@ def test_costs_refuse_orderings_that_skip_elements():
         tour_length(np.zeros((2, 3, 2)), [[0, 1, 2], [2, 0, -1]])
 
 
-@once
-def test_the_gradient_is_the_reinforce_estimate_of_the_expected_costs_gradient():
+def _sampled_and_exact_gradients(every_start, n_instances):
+    """The training loss and its gradient on ``n_instances`` copies of three points
+    (path cost), and the expected cost and its exact gradient over the six orderings,
+    each weighted by its probability (given its start with ``every_start``)."""
     import tensorflow as tf
 
-    # Three points, so the six orderings' probabilities are exact: the mean gradient of
-    # many rollouts with the shared baseline is (K - 1) / K times the gradient of the
-    # expected cost (each rollout's baseline includes its own cost).
     points = np.array([[0.0, 0.0], [1.0, 0.2], [0.3, 0.9]], dtype="float32")
     network = PointerNetwork(hidden_size=8, encoder="attention", seed=3).build_for(2)
-    trainer = CostTrainer(network, graph_costs("path"), every_start=False, seed=0)
-    n = 4096
+    trainer = CostTrainer(network, graph_costs("path"), every_start=every_start, seed=0)
     inputs = {
-        "values": np.repeat(points[None], n, 0),
-        "lengths": np.full(n, 3, "int32"),
-        "index": np.zeros(n, "int32"),
+        "values": np.repeat(points[None], n_instances, 0),
+        "lengths": np.full(n_instances, 3, "int32"),
+        "index": np.zeros(n_instances, "int32"),
     }
     with tf.GradientTape() as tape:
         loss = tf.reduce_mean(trainer(inputs, training=True))
@@ -95,47 +93,36 @@ def test_the_gradient_is_the_reinforce_estimate_of_the_expected_costs_gradient()
     with tf.GradientTape() as tape:
         log_probs = tf.nn.log_softmax(network({**every, "targets": orderings}), axis=-1)
         picked = tf.gather(log_probs, orderings, axis=2, batch_dims=2)
+        if every_start:  # the start was given, not chosen
+            picked = picked[:, 1:]
         expected = tf.reduce_sum(tf.exp(tf.reduce_sum(picked, axis=1)) * costs)
     exact = tape.gradient(expected, network.trainable_variables)
-    assert float(loss) == pytest.approx(float(expected), rel=0.01)  # the mean cost
-    sampled = np.concatenate([np.ravel(g) for g in sampled])
-    exact = (
-        np.concatenate([np.ravel(g) for g in exact]) * (SAMPLED_ROLLOUTS - 1) / SAMPLED_ROLLOUTS
-    )
+
+    def flat(gradients):
+        return np.concatenate([np.ravel(g) for g in gradients])
+
+    return float(loss), float(expected), flat(sampled), flat(exact)
+
+
+@once
+def test_the_gradient_is_the_reinforce_estimate_of_the_expected_costs_gradient():
+    # Three points, so the six orderings' probabilities are exact: the mean gradient of
+    # many rollouts with the shared baseline is (K - 1) / K times the gradient of the
+    # expected cost (each rollout's baseline includes its own cost).
+    loss, expected, sampled, exact = _sampled_and_exact_gradients(False, 4096)
+    assert loss == pytest.approx(expected, rel=0.01)  # the mean cost
+    exact = exact * (SAMPLED_ROLLOUTS - 1) / SAMPLED_ROLLOUTS
     assert np.linalg.norm(sampled - exact) < 0.05 * np.linalg.norm(exact)
 
 
 @once
 def test_the_gradient_from_every_start_leaves_the_given_start_out():
-    import tensorflow as tf
-
-    # Three points, one rollout from each: each rollout's two orderings have exact
-    # probabilities given its start, whose own probability plays no part. Rollouts from
-    # different starts are independent, so the mean gradient is (K - 1) / K**2 times
-    # the sum over the starts of the gradient of the expected cost from that start.
-    points = np.array([[0.0, 0.0], [1.0, 0.2], [0.3, 0.9]], dtype="float32")
-    network = PointerNetwork(hidden_size=8, encoder="attention", seed=3).build_for(2)
-    trainer = CostTrainer(network, graph_costs("path"), every_start=True, seed=0)
-    n = 2048
-    inputs = {
-        "values": np.repeat(points[None], n, 0),
-        "lengths": np.full(n, 3, "int32"),
-        "index": np.zeros(n, "int32"),
-    }
-    with tf.GradientTape() as tape:
-        loss = tf.reduce_mean(trainer(inputs, training=True))
-    sampled = tape.gradient(loss, network.trainable_variables)
-    orderings = np.array(list(itertools.permutations(range(3))), dtype="int32")
-    costs = path_length(np.repeat(points[None], 6, 0), orderings).astype("float32")
-    every = {"values": inputs["values"][:6], "lengths": inputs["lengths"][:6]}
-    with tf.GradientTape() as tape:
-        log_probs = tf.nn.log_softmax(network({**every, "targets": orderings}), axis=-1)
-        picked = tf.gather(log_probs, orderings, axis=2, batch_dims=2)[:, 1:]
-        expected = tf.reduce_sum(tf.exp(tf.reduce_sum(picked, axis=1)) * costs)
-    exact = tape.gradient(expected, network.trainable_variables)
-    assert float(loss) == pytest.approx(float(expected) / 3, rel=0.01)  # the mean cost
-    sampled = np.concatenate([np.ravel(g) for g in sampled])
-    exact = np.concatenate([np.ravel(g) for g in exact]) * 2 / 9
+    # One rollout from each of the K = 3 starts; rollouts from different starts are
+    # independent, so the mean gradient is (K - 1) / K**2 times the sum over the starts
+    # of the gradient of the expected cost from that start.
+    loss, expected, sampled, exact = _sampled_and_exact_gradients(True, 2048)
+    assert loss == pytest.approx(expected / 3, rel=0.01)  # the mean cost
+    exact = exact * 2 / 9
     assert np.linalg.norm(sampled - exact) < 0.05 * np.linalg.norm(exact)
 
 
