@@ -590,6 +590,7 @@ def test_small_numpy_integer_types_do_not_overflow_the_estimates():
     "params",
     [
         {"hidden_size": 32, "num_layers": 2},
+        {"hidden_size": 32, "num_layers": 3, "decoder_layers": 1},
         {"hidden_size": 16, "n_heads": 3, "cell": "gru", "n_glimpses": 1},
         {"hidden_size": 128, "num_layers": 3, "attention": "dot"},
         {"hidden_size": 8, "n_heads": 16},

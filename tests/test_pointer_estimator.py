@@ -307,6 +307,8 @@ def test_bad_training_input_is_reported_by_sample(X, y, message):
         ("logit_clip", 0.0),
         ("logit_clip", -10.0),
         ("logit_clip", "10"),
+        ("decoder_layers", 0),
+        ("decoder_layers", 1.0),
         ("dropout", 1.5),
         ("learning_rate_decay", 0.0),
         ("learning_rate_decay", 1.5),
@@ -316,6 +318,14 @@ def test_bad_hyperparameters_raise_naming_them(tiny_data, param, value):
     X, y = tiny_data
     with pytest.raises(InvalidParameterError, match=param):
         PointerNetworkOrderer(**{**SMALL, param: value}).fit(X, y)
+
+
+def test_a_decoder_deeper_than_the_encoder_is_refused(tiny_data):
+    X, y = tiny_data
+    estimator = PointerNetworkOrderer(**SMALL, num_layers=2, decoder_layers=3)
+    with pytest.raises(InvalidParameterError, match=r"'decoder_layers'.*at most num_layers=2"):
+        estimator.fit(X, y)
+    assert not hasattr(estimator, "network_")
 
 
 @once

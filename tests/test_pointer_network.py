@@ -47,6 +47,25 @@ def test_teacher_forced_logits_shape(cell, attention, bidirectional):
     assert network.width == width
 
 
+@pytest.mark.parametrize("encoder", ["recurrent", "attention"])
+def test_a_shallower_decoder_starts_from_the_last_encoder_layers(encoder):
+    network = _network(encoder=encoder, n_features=2, num_layers=3, decoder_layers=2, n_heads=2)
+    assert len(network.decoder_layers) == 2
+    values, lengths = _random_batch(np.random.default_rng(3), [4, 2], n_features=2)
+    mask = np.arange(4)[None, :] < lengths[:, None]
+    _, encoder_states = network.encoder(values, mask)
+    _, _, states = network.encode(values, lengths)
+    assert len(encoder_states) == 3 and len(states) == 2
+    for layer, encoder_layer in zip(states, encoder_states[1:], strict=True):
+        for state, encoder_state in zip(layer, encoder_layer, strict=True):
+            np.testing.assert_array_equal(np.asarray(state), np.asarray(encoder_state))
+    targets = np.array([[3, 0, 1, 2], [1, 0, -1, -1]], "int32")
+    logits = network({"values": values, "lengths": lengths, "targets": targets})
+    assert tuple(logits.shape) == (2, 4, 5)
+    clone = PointerNetwork.from_config(network.get_config())
+    assert len(clone.decoder_layers) == 2
+
+
 def test_padding_chosen_and_end_positions_get_exactly_zero_probability():
     network = _network()
     values, lengths = _random_batch(np.random.RandomState(1), [4, 2])

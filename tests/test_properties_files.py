@@ -72,6 +72,7 @@ _CHANGES = {
         {"cell": "gru"},
         {"attention": "dot"},
         {"num_layers": 2},
+        {"num_layers": 2, "decoder_layers": 1},
         {"bidirectional": False},
         {"n_glimpses": 1},
         {"logit_clip": 10.0},

@@ -7,7 +7,7 @@ from typing import ClassVar
 
 import keras
 import numpy as np
-from sklearn.utils._param_validation import Interval, Options, StrOptions
+from sklearn.utils._param_validation import Interval, InvalidParameterError, Options, StrOptions
 
 from .._base import SequenceEstimatorBase, inference_method
 from .._limits import MAX_DEPTH, MAX_WIDTH
@@ -56,6 +56,11 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         Number of stacked recurrent layers in encoder and decoder (with
         ``encoder="attention"``: of self-attention blocks in the encoder, and of
         recurrent layers in the decoder; 2 is the recommended depth there).
+    decoder_layers : int, default=None
+        Number of recurrent layers in the decoder, at most ``num_layers``; None gives
+        it ``num_layers``. A decoding step costs about in proportion, and the decoder
+        runs once per output element of every sampled ordering: set 1 with
+        ``encoder="attention"`` when learning from a cost.
     encoder : {"recurrent", "attention"}, default="recurrent"
         How the input is read: ``"recurrent"`` runs recurrent layers over it in order
         (use it where the order carries meaning); ``"attention"`` runs ``num_layers``
@@ -197,6 +202,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         "cell": [StrOptions({"lstm", "gru", "rnn"})],
         "bidirectional": ["boolean"],
         "num_layers": [Interval(Integral, 1, MAX_DEPTH, closed="both")],
+        "decoder_layers": [None, Interval(Integral, 1, MAX_DEPTH, closed="both")],
         "encoder": [StrOptions(set(ENCODERS))],
         "n_heads": [Interval(Integral, 1, MAX_DEPTH, closed="both")],
         "attention": [StrOptions({"additive", "dot", "general"})],
@@ -215,6 +221,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         "cell",
         "bidirectional",
         "num_layers",
+        "decoder_layers",
         "attention",
         "n_glimpses",
         "logit_clip",
@@ -231,6 +238,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         "encoder": "recurrent",
         "n_heads": 8,
         "logit_clip": None,
+        "decoder_layers": None,
     }
     _fitted_attributes: ClassVar[dict] = {
         **SequenceEstimatorBase._fitted_attributes,
@@ -245,6 +253,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         cell="lstm",
         bidirectional=True,
         num_layers=1,
+        decoder_layers=None,
         encoder="recurrent",
         n_heads=8,
         attention="additive",
@@ -275,6 +284,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         self.cell = cell
         self.bidirectional = bidirectional
         self.num_layers = num_layers
+        self.decoder_layers = decoder_layers
         self.encoder = encoder
         self.n_heads = n_heads
         self.attention = attention
@@ -308,6 +318,14 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         tags.target_tags.single_output = False
         return tags
 
+    def _validate_params(self):
+        super()._validate_params()
+        if self.decoder_layers is not None and self.decoder_layers > self.num_layers:
+            raise InvalidParameterError(
+                f"The 'decoder_layers' parameter of {type(self).__name__} must be at most "
+                f"num_layers={self.num_layers}. Got {self.decoder_layers} instead."
+            )
+
     # ------------------------------------------------------------ base hooks
     _without_targets_advice = ", or a cost to learn from (cost=...)"
 
@@ -338,6 +356,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
             cell=self.cell,
             bidirectional=self.bidirectional,
             num_layers=self.num_layers,
+            decoder_layers=self.decoder_layers,
             attention=self.attention,
             glimpses=self.n_glimpses,
             dropout=self.dropout,

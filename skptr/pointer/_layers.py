@@ -382,8 +382,11 @@ class PointerNetwork(keras.Model):
     Parameters
     ----------
     hidden_size, cell, bidirectional, num_layers, dropout
-        See :class:`SequenceEncoder`; the decoder has ``num_layers`` layers of the
-        same cell, each started from the final state of the matching encoder layer.
+        See :class:`SequenceEncoder`.
+    decoder_layers : int, optional
+        Recurrent layers of the decoder, of the same cell, each started from the final
+        state of the matching one of the last ``decoder_layers`` encoder layers; at
+        most ``num_layers``, which None gives.
     encoder : {"recurrent", "attention"}, default="recurrent"
         :class:`SequenceEncoder`, or :class:`SetEncoder` with ``num_layers`` blocks
         (``bidirectional`` then plays no part).
@@ -420,6 +423,7 @@ class PointerNetwork(keras.Model):
         cell="lstm",
         bidirectional=True,
         num_layers=1,
+        decoder_layers=None,
         attention="additive",
         glimpses=0,
         dropout=0.0,
@@ -441,6 +445,7 @@ class PointerNetwork(keras.Model):
         self.cell = cell
         self.bidirectional = bidirectional
         self.num_layers = num_layers
+        self.decoder_depth = num_layers if decoder_layers is None else int(decoder_layers)
         self.attention_kind = attention
         self.glimpses = int(glimpses)
         self.dropout = dropout
@@ -474,7 +479,7 @@ class PointerNetwork(keras.Model):
         width = self.encoder.output_size
         self.decoder_layers = [
             recurrent_layer(cell, width, seeds, return_sequences=True, name=f"decoder_{cell}_{i}")
-            for i in range(num_layers)
+            for i in range(self.decoder_depth)
         ]
         self.attention = PointerAttention(
             attention, units=hidden_size, width=width, seed=seeds.next(), name="attention"
@@ -552,6 +557,7 @@ class PointerNetwork(keras.Model):
         if self.input_scale is not None:
             values = values / ops.convert_to_tensor(self.input_scale, dtype=values.dtype)
         encodings, states = self.encoder(values, mask, training=training)
+        states = states[len(states) - self.decoder_depth :]
         end = ops.broadcast_to(self.end_vector, (ops.shape(encodings)[0], 1, self.width))
         keys = ops.concatenate([encodings, ops.cast(end, encodings.dtype)], axis=1)
         end_allowed = ops.full((ops.shape(mask)[0], 1), self.allow_end)
@@ -652,6 +658,10 @@ class PointerNetwork(keras.Model):
                 "cell": self.cell,
                 "bidirectional": self.bidirectional,
                 "num_layers": self.num_layers,
+                # None where it is num_layers, as in networks saved before it existed.
+                "decoder_layers": (
+                    None if self.decoder_depth == self.num_layers else self.decoder_depth
+                ),
                 "attention": self.attention_kind,
                 "glimpses": self.glimpses,
                 "dropout": self.dropout,

@@ -61,6 +61,10 @@ def _widths(est):
     return est.hidden_size, est.hidden_size * directions
 
 
+def _decoder_depth(est):
+    return est.num_layers if est.decoder_layers is None else est.decoder_layers
+
+
 def weight_count(est):
     """Estimated number of the weights of the network ``est`` (an estimator with the
     hyperparameters the network is built with) describes."""
@@ -74,7 +78,7 @@ def weight_count(est):
         encoder = (est.n_features_in_ + 1) * hidden + est.num_layers * directions * gates * (
             hidden * (width + hidden + 2)
         )
-    decoder = est.num_layers * gates * width * (2 * width + 2)
+    decoder = _decoder_depth(est) * gates * width * (2 * width + 2)
     scorers = (1 + min(est.n_glimpses, 1)) * (2 * width * hidden + width * width + 2 * hidden)
     return encoder + decoder + scorers
 
@@ -83,7 +87,7 @@ def activation_count(est, n_rows, n_steps):
     """Estimated numbers a training step holds for ``n_rows`` sequences of ``n_steps``
     steps, weights excluded."""
     hidden, width = _widths(est)
-    recurrent = 2 * est.num_layers * _GATES[est.cell] * width + hidden
+    recurrent = (est.num_layers + _decoder_depth(est)) * _GATES[est.cell] * width + hidden
     scored = n_steps * (hidden + 2) * (1 + est.n_glimpses)
     if est.encoder == "attention":  # attention weights, then 10 vectors per block
         recurrent += est.num_layers * (2 * est.n_heads * n_steps + 10 * hidden)
