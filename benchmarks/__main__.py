@@ -86,6 +86,7 @@ SVO_ERRORS = {
 RECOMMENDED_COST_PARAMS = {
     "encoder": "attention",
     "num_layers": 2,
+    "decoder_layers": 1,
     "hidden_size": 128,
     "attention": "general",
     "logit_clip": 10,
@@ -109,7 +110,7 @@ COST_LEARNING = {
     "n_pool": {"tsp20": 10_000, "tsp50": 10_000, "smtwt20": 10_000},
     "n_test": 1000,
     "beam_width": 16,
-    "image_beam_widths": [1, 16],
+    "image_beam_widths": [1, 4, 16],
     "host_cost_seconds": 60,
 }
 
