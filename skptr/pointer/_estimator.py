@@ -58,9 +58,9 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         recurrent layers in the decoder; 2 is the recommended depth there).
     decoder_layers : int, default=None
         Number of recurrent layers in the decoder, at most ``num_layers``; None gives
-        it ``num_layers``. A decoding step costs about in proportion, and the decoder
-        runs once per output element of every sampled ordering: set 1 with
-        ``encoder="attention"`` when learning from a cost.
+        it ``num_layers``. Each layer adds to the cost of every decoding step, and
+        learning from a cost decodes every element of every sampled ordering: set 1
+        with ``encoder="attention"`` there.
     encoder : {"recurrent", "attention"}, default="recurrent"
         How the input is read: ``"recurrent"`` runs recurrent layers over it in order
         (use it where the order carries meaning); ``"attention"`` runs ``num_layers``
