@@ -318,14 +318,6 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         tags.target_tags.single_output = False
         return tags
 
-    def _validate_params(self):
-        super()._validate_params()
-        if self.decoder_layers is not None and self.decoder_layers > self.num_layers:
-            raise InvalidParameterError(
-                f"The 'decoder_layers' parameter of {type(self).__name__} must be at most "
-                f"num_layers={self.num_layers}. Got {self.decoder_layers} instead."
-            )
-
     # ------------------------------------------------------------ base hooks
     _without_targets_advice = ", or a cost to learn from (cost=...)"
 
@@ -333,6 +325,12 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         return self.cost is not None
 
     def _prepare_training_data(self, X, y, reset):
+        # Checked here, as the other checks between hyperparameters, before the data.
+        if self.decoder_layers is not None and self.decoder_layers > self.num_layers:
+            raise InvalidParameterError(
+                f"The 'decoder_layers' parameter of {type(self).__name__} must be at most "
+                f"num_layers={self.num_layers}. Got {self.decoder_layers} instead."
+            )
         if not reset:
             check_symmetries(self.symmetries, self.n_features_in_)
             return PointerCodec.of(self).encode_training(X, y), {}
