@@ -301,6 +301,11 @@ class SetEncoder(layers.Layer):
 ENCODERS = ("recurrent", "attention")
 
 
+def decoder_depth(num_layers, decoder_layers):
+    """Number of recurrent decoder layers: ``decoder_layers``, or ``num_layers`` for None."""
+    return num_layers if decoder_layers is None else int(decoder_layers)
+
+
 @keras.saving.register_keras_serializable(package="skptr")
 class PointerAttention(layers.Layer):
     """Unnormalised pointer scores of decoder states over encoded positions.
@@ -445,7 +450,7 @@ class PointerNetwork(keras.Model):
         self.cell = cell
         self.bidirectional = bidirectional
         self.num_layers = num_layers
-        self.decoder_depth = num_layers if decoder_layers is None else int(decoder_layers)
+        self.decoder_depth = decoder_depth(num_layers, decoder_layers)
         self.attention_kind = attention
         self.glimpses = int(glimpses)
         self.dropout = dropout

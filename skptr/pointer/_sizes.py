@@ -5,6 +5,7 @@ decoding call before they start (see :mod:`skptr._limits`), decoding batches and
 from __future__ import annotations
 
 from .._batches import power_of_two_at_most
+from ._layers import decoder_depth
 
 __all__ = [
     "activation_count",
@@ -61,10 +62,6 @@ def _widths(est):
     return est.hidden_size, est.hidden_size * directions
 
 
-def _decoder_depth(est):
-    return est.num_layers if est.decoder_layers is None else est.decoder_layers
-
-
 def weight_count(est):
     """Estimated number of the weights of the network ``est`` (an estimator with the
     hyperparameters the network is built with) describes."""
@@ -78,7 +75,7 @@ def weight_count(est):
         encoder = (est.n_features_in_ + 1) * hidden + est.num_layers * directions * gates * (
             hidden * (width + hidden + 2)
         )
-    decoder = _decoder_depth(est) * gates * width * (2 * width + 2)
+    decoder = decoder_depth(est.num_layers, est.decoder_layers) * gates * width * (2 * width + 2)
     scorers = (1 + min(est.n_glimpses, 1)) * (2 * width * hidden + width * width + 2 * hidden)
     return encoder + decoder + scorers
 
@@ -87,7 +84,8 @@ def activation_count(est, n_rows, n_steps):
     """Estimated numbers a training step holds for ``n_rows`` sequences of ``n_steps``
     steps, weights excluded."""
     hidden, width = _widths(est)
-    recurrent = (est.num_layers + _decoder_depth(est)) * _GATES[est.cell] * width + hidden
+    depth = est.num_layers + decoder_depth(est.num_layers, est.decoder_layers)
+    recurrent = depth * _GATES[est.cell] * width + hidden
     scored = n_steps * (hidden + 2) * (1 + est.n_glimpses)
     if est.encoder == "attention":  # attention weights, then 10 vectors per block
         recurrent += est.num_layers * (2 * est.n_heads * n_steps + 10 * hidden)
