@@ -72,8 +72,8 @@ def _assert_same_state(estimator, before):
 @pytest.mark.parametrize("error", [RuntimeError("boom"), KeyboardInterrupt()])
 def test_failed_first_fit_leaves_estimator_unfitted(mode, error):
     cls, params, (X, y), epochs = _FIT_MODES[mode]
-    if mode == "transducer-jit" and isinstance(error, RuntimeError):
-        pytest.skip("one interrupted XLA fit is enough")
+    if not mode.endswith("eager") and isinstance(error, RuntimeError):
+        pytest.skip("the eager fits show both errors; one interrupted compiled fit is enough")
     estimator = cls(**params, epochs=epochs, callbacks=[_RaiseAtBatch(error)])
     with pytest.raises(type(error)):
         estimator.fit(X, y)
@@ -84,21 +84,22 @@ def test_failed_first_fit_leaves_estimator_unfitted(mode, error):
 @pytest.mark.parametrize("warm_start", [False, True])
 def test_failed_refit_keeps_the_previous_model(mode, warm_start):
     cls, params, (X, y), epochs = _FIT_MODES[mode]
-    estimator = cls(**params, epochs=epochs, warm_start=warm_start).fit(X, y)
+    # A first fit of one or two steps runs eagerly; the refit that fails runs as `mode`.
+    estimator = cls(**params, epochs=1, warm_start=warm_start).fit(X[:16], y[:16])
     predictions = estimator.predict(X)
     before = _state(estimator)
-    estimator.set_params(callbacks=[_RaiseAtBatch(KeyboardInterrupt())])
+    estimator.set_params(epochs=epochs, callbacks=[_RaiseAtBatch(KeyboardInterrupt())])
     with pytest.raises(KeyboardInterrupt):
         estimator.fit(X, y)
-    estimator.set_params(callbacks=None)
+    estimator.set_params(epochs=1, callbacks=None)
     _assert_same_state(estimator, before)
     np.testing.assert_array_equal(estimator.predict(X), predictions)
 
 
 def test_failed_warm_start_restores_the_optimizer_state():
-    X, y = _sorting(96)
-    estimator = PointerNetworkOrderer(**POINTER, epochs=2, warm_start=True).fit(X, y)
-    reference = PointerNetworkOrderer(**POINTER, epochs=2, warm_start=True).fit(X, y)
+    X, y = _sorting(48)
+    estimator = PointerNetworkOrderer(**POINTER, epochs=1, warm_start=True).fit(X, y)
+    reference = PointerNetworkOrderer(**POINTER, epochs=1, warm_start=True).fit(X, y)
     estimator.set_params(callbacks=[_RaiseAtBatch(RuntimeError("boom"))])
     with pytest.raises(RuntimeError):
         estimator.fit(X, y)
@@ -134,13 +135,13 @@ class _PoisonWeights(keras.callbacks.Callback):
 
 @pytest.mark.parametrize("warm_start", [False, True])
 def test_nan_loss_stops_the_fit_and_keeps_the_previous_model(warm_start):
-    X, y = _sorting(96)
-    estimator = PointerNetworkOrderer(**POINTER, epochs=2, warm_start=warm_start).fit(X, y)
+    X, y = _sorting(32)
+    estimator = PointerNetworkOrderer(**POINTER, epochs=1, warm_start=warm_start).fit(X, y)
     before = _state(estimator)
-    estimator.set_params(callbacks=[_PoisonWeights()], epochs=1)
+    estimator.set_params(callbacks=[_PoisonWeights()])
     with pytest.raises(NonFiniteTrainingError, match="loss became nan in epoch 1"):
         estimator.fit(X, y)
-    estimator.set_params(callbacks=None, epochs=2)
+    estimator.set_params(callbacks=None)
     _assert_same_state(estimator, before)
 
 
@@ -152,7 +153,8 @@ def _fit_predict(cls, params, X, y):
 @pytest.mark.parametrize(
     ("cls", "params", "data"),
     [
-        (PointerNetworkOrderer, {**POINTER, "epochs": 3, "dropout": 0.2}, _sorting(96)),
+        # Eager here and traced for the transducer: both ways of running a step.
+        (PointerNetworkOrderer, {**POINTER, "epochs": 1, "dropout": 0.2}, _sorting(48)),
         (NeuralStackTransducer, {**TRANSDUCER, "epochs": 2, "batch_size": 8}, _reversal(48)),
     ],
     ids=["pointer", "transducer"],
@@ -276,13 +278,13 @@ def test_networks_and_their_decoders_die_with_their_estimators():
         (PointerNetworkOrderer, {"hidden_size": 8}, X, np.argsort(X)),
         (
             NeuralStackTransducer,
-            {"hidden_size": 8, "n_init": 2},
+            {**TRANSDUCER, "n_init": 2},
             sources,
             [s[::-1] for s in sources],
         ),
     ]
     for cls, params, inputs, targets in fits:
-        est = cls(epochs=1, random_state=0, **params).fit(inputs, targets)
+        est = cls(**{"epochs": 1, "random_state": 0, **params}).fit(inputs, targets)
         est.predict(inputs)
         network = weakref.ref(est.network_)
         del est

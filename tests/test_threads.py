@@ -40,7 +40,7 @@ def _in_threads(work, n_threads=N_THREADS):
 @pytest.fixture(scope="module")
 def sorter():
     rng = np.random.default_rng(53)
-    X = rng.random((600, 6, 1))
+    X = rng.random((500, 6, 1))
     est = PointerNetworkOrderer(hidden_size=8, epochs=1, random_state=0)
     return est.fit(X, np.argsort(X[..., 0], axis=1))
 
@@ -66,7 +66,7 @@ def test_threads_share_a_fitted_transducer():
     X = ["".join(rng.choice(["a", "b"], size=n)) for n in rng.integers(1, 7, size=300)]
     est = NeuralStackTransducer(hidden_size=8, epochs=1, n_init=1, random_state=0)
     est.fit(X, [x[::-1] for x in X])
-    X_test = ["".join(rng.choice(["a", "b"], size=n)) for n in rng.integers(1, 12, size=1200)]
+    X_test = ["".join(rng.choice(["a", "b"], size=n)) for n in rng.integers(1, 12, size=500)]
     y_test = [x[::-1] for x in X_test]
     expected = est.predict(X_test), est.score(X_test, y_test), est.memory_trace(X_test[:20])
 
@@ -115,13 +115,13 @@ def test_a_prediction_during_a_warm_fit_sees_one_model(sorter):
 
 def test_a_prediction_during_set_params_and_a_cold_refit_uses_one_model(sorter):
     rng = np.random.default_rng(4)
-    X = rng.random((2000, 6, 1))
+    X = rng.random((500, 6, 1))
     est = PointerNetworkOrderer(**sorter.get_params()).fit(X[:300], np.argsort(X[:300, :, 0], 1))
     before = est.predict_proba(X)
 
     def refit():
         est.set_params(batch_size=16, random_state=1)
-        est.fit(X[:200], np.argsort(X[:200, :, 0], axis=1))
+        est.fit(X[:160], np.argsort(X[:160, :, 0], axis=1))
 
     refitting = threading.Thread(target=refit)
     refitting.start()
