@@ -130,17 +130,24 @@ def test_bad_inputs_name_the_sample(fitted):
         NeuralStackTransducer(**SMALL).fit([[1], [2]], [[1], [float("nan")]])
 
 
-def test_handle_unknown_ignore(reversal_data):
-    X, y = reversal_data
-    est = NeuralStackTransducer(handle_unknown="ignore", random_state=0, **SMALL).fit(X, y)
-    assert est.predict(["azq"]).shape == (1,)
-
-
-def test_max_output_length(fitted):
-    est = clone(fitted).set_params(max_output_length=2)
+def _with_params(fitted, **params):
+    """``fitted``'s network and vocabularies under other inference-time parameters."""
+    est = clone(fitted).set_params(**params)
     est.__dict__.update({k: v for k, v in fitted.__dict__.items() if k.endswith("_")})
     est._target_kind, est._target_dtype = fitted._target_kind, fitted._target_dtype
     est._max_target_ratio = fitted._max_target_ratio
+    return est
+
+
+def test_handle_unknown_ignore(fitted):
+    # handle_unknown applies when inputs are encoded for inference: no fit of its own.
+    with pytest.raises(ValueError, match="'z'"):
+        fitted.predict(["azq"])
+    assert _with_params(fitted, handle_unknown="ignore").predict(["azq"]).shape == (1,)
+
+
+def test_max_output_length(fitted):
+    est = _with_params(fitted, max_output_length=2)
     assert all(len(p) <= 2 for p in est.predict(["abcabc", "a"]))
 
 
@@ -150,10 +157,10 @@ def test_predicts_much_longer_inputs(fitted):
     assert isinstance(prediction, str)
 
 
-def test_same_random_state_same_model(reversal_data):
+def test_same_random_state_same_model(fitted, reversal_data):
     X, y = reversal_data
-    first = NeuralStackTransducer(random_state=3, **SMALL).fit(X, y)
-    second = NeuralStackTransducer(random_state=3, **SMALL).fit(X, y)
+    first = fitted
+    second = NeuralStackTransducer(random_state=0, **SMALL).fit(X, y)
     assert first.history_["loss"] == second.history_["loss"]
     for a, b in zip(first.network_.get_weights(), second.network_.get_weights(), strict=True):
         np.testing.assert_array_equal(a, b)
@@ -206,7 +213,8 @@ def test_queue_with_gate_noise_round_trips(tmp_path):
     X, y = make_transduction(
         "copy", n_samples=60, min_length=1, max_length=4, vocab_size=2, random_state=0
     )
-    est = NeuralStackTransducer(memory="queue", random_state=0, **SMALL).fit(X, y)
+    params = {**SMALL, "batch_size": 64}  # one batch per epoch
+    est = NeuralStackTransducer(memory="queue", random_state=0, **params).fit(X, y)
     assert est.network_.controller.gate_noise == 1.0
     expected = est.predict(X[:20])
     np.testing.assert_array_equal(est.predict(X[:20]), expected)  # no noise in predict
@@ -231,12 +239,14 @@ def test_memory_trace(fitted):
 
 def test_memory_trace_deque_and_baseline(reversal_data):
     X, y = reversal_data
-    deque = NeuralStackTransducer(memory="deque", random_state=0, **SMALL).fit(X, y)
+    # One batch per epoch: the traces' shapes need no training.
+    params = {**SMALL, "batch_size": 128}
+    deque = NeuralStackTransducer(memory="deque", random_state=0, **params).fit(X, y)
     (trace,) = deque.memory_trace(["ab"])
     n_steps = 2 + len(trace["output"]) + 1
     assert trace["push"].shape == (n_steps, 2)
     assert trace["strengths"].shape == (n_steps, 2 * n_steps)
-    baseline = NeuralStackTransducer(memory=None, random_state=0, **SMALL).fit(X, y)
+    baseline = NeuralStackTransducer(memory=None, random_state=0, **params).fit(X, y)
     assert baseline.predict(["ab"]).shape == (1,)
     with pytest.raises(ValueError, match="no memory"):
         baseline.memory_trace(["ab"])
@@ -244,7 +254,8 @@ def test_memory_trace_deque_and_baseline(reversal_data):
 
 def test_warm_start_keeps_training(reversal_data):
     X, y = reversal_data
-    est = NeuralStackTransducer(warm_start=True, random_state=0, **SMALL).fit(X, y)
+    params = {**SMALL, "batch_size": 128}  # one batch per epoch: epochs are the subject
+    est = NeuralStackTransducer(warm_start=True, random_state=0, **params).fit(X, y)
     est.fit(X, y)
     assert est.n_iter_ == 4
     with pytest.raises(ValueError, match=r"y\[0\].*'q'"):
@@ -291,8 +302,8 @@ def _scripted_selection(monkeypatch, scores, **params):
         "reversal", n_samples=40, min_length=1, max_length=4, vocab_size=2, random_state=0
     )
     # One noise start unless a test asks for "auto", whose extra initialisations would
-    # need more scripted scores.
-    params = {**SMALL, "epochs": 1, "gate_noise_start": 0.6, **params}
+    # need more scripted scores. One batch per epoch: the selection is the subject.
+    params = {**SMALL, "epochs": 1, "gate_noise_start": 0.6, "batch_size": 64, **params}
     est = NeuralStackTransducer(random_state=0, **params).fit(X, y)
     return est, trained
 
@@ -500,14 +511,15 @@ def test_a_real_stalled_run_stops_after_its_first_epochs():
     assert est.n_iter_ == STALL_EPOCHS + 2
 
 
-def test_single_initialisation_holds_nothing_out(reversal_data):
+def test_single_initialisation_holds_nothing_out(fitted, reversal_data):
     X, y = reversal_data
-    est = NeuralStackTransducer(random_state=0, **{**SMALL, "n_init": 1}).fit(X, y)
-    assert est.init_scores_.shape == (0,) and est.snap_gates_ is True
-    assert est.state_bptt_steps_ == 0
+    assert fitted.n_init == 1
+    assert fitted.init_scores_.shape == (0,) and fitted.snap_gates_ is True
+    assert fitted.state_bptt_steps_ == 0
     tiny = NeuralStackTransducer(random_state=0, **{**SMALL, "n_init": 3})
     assert tiny.fit(X[:9], y[:9]).init_scores_.shape == (0,)
-    soft = NeuralStackTransducer(random_state=0, snap_gates=False, **{**SMALL, "n_init": 1})
+    params = {**SMALL, "n_init": 1, "batch_size": 128}  # one batch per epoch
+    soft = NeuralStackTransducer(random_state=0, snap_gates=False, **params)
     assert soft.fit(X, y).snap_gates_ is False
 
 
@@ -525,15 +537,16 @@ class _NoiseScales(keras.callbacks.Callback):
 def test_gate_noise_starts_after_its_share_of_the_epochs(reversal_data):
     X, y = reversal_data
     recorder = _NoiseScales()
-    params = {**SMALL, "epochs": 5, "gate_noise_start": 0.5, "callbacks": [recorder]}
+    small = {**SMALL, "batch_size": 128}  # one batch per epoch: short fits run eagerly
+    params = {**small, "epochs": 5, "gate_noise_start": 0.5, "callbacks": [recorder]}
     est = NeuralStackTransducer(random_state=0, warm_start=True, **params).fit(X, y)
     assert recorder.scales == [0.0, 0.0, 0.0, 1.0, 1.0]  # from epoch ceil(2.5) = 3
     est.fit(X, y)  # a warm start counts the epochs already trained
     assert recorder.scales[5:] == [1.0] * 5
     # With the noise never switched on, training is that of a noise-free network.
-    silent = NeuralStackTransducer(random_state=0, gate_noise_start=1.0, **SMALL).fit(X, y)
-    noise_free = NeuralStackTransducer(random_state=0, gate_noise=0.0, **SMALL).fit(X, y)
-    noisy = NeuralStackTransducer(random_state=0, gate_noise_start=0.0, **SMALL).fit(X, y)
+    silent = NeuralStackTransducer(random_state=0, gate_noise_start=1.0, **small).fit(X, y)
+    noise_free = NeuralStackTransducer(random_state=0, gate_noise=0.0, **small).fit(X, y)
+    noisy = NeuralStackTransducer(random_state=0, gate_noise_start=0.0, **small).fit(X, y)
 
     def trained(est):  # the weights, without the noise scale
         return [w for w in est.network_.get_weights() if w.shape != ()]
@@ -550,8 +563,9 @@ def test_grid_search_on_strings():
     X, y = make_transduction(
         "copy", n_samples=60, min_length=1, max_length=4, vocab_size=2, random_state=0
     )
+    # One epoch: the search's plumbing is the subject, not what it learns.
     search = GridSearchCV(
-        NeuralStackTransducer(epochs=2, n_init=1), {"hidden_size": [16, 32]}, cv=2
+        NeuralStackTransducer(epochs=1, n_init=1), {"hidden_size": [16, 32]}, cv=2
     )
     search.fit(X, y)
     assert search.best_params_["hidden_size"] in (16, 32)
@@ -601,7 +615,7 @@ def test_learns_the_algorithm_and_generalises_far(task, memory, seed):
 def test_push_bias_initialises_each_end(reversal_data, memory, push_bias, expected):
     X, y = reversal_data
     est = NeuralStackTransducer(
-        memory=memory, push_bias=push_bias, epochs=1, batch_size=60, n_init=1, random_state=0
+        memory=memory, push_bias=push_bias, epochs=1, batch_size=128, n_init=1, random_state=0
     ).fit(X, y)
     controller = est._build_network(0, 0).controller  # the untrained initialisation
     n_ends = len(expected)
