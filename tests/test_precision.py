@@ -37,7 +37,7 @@ def global_policy():
 
 
 def test_mixed_bfloat16_pointer_network_keeps_float32_weights_and_scores(tmp_path):
-    X, y = _sorting(256, seed=0)
+    X, y = _sorting(64, seed=0)  # 4 steps, eager on TensorFlow; learning to sort traces them
     est = PointerNetworkOrderer(
         hidden_size=16, epochs=2, batch_size=32, random_state=0, dtype_policy="mixed_bfloat16"
     ).fit(X, y)
@@ -109,11 +109,10 @@ def test_unsupported_policies_fail_before_training(global_policy):
 @pytest.mark.slow
 @once
 def test_mixed_bfloat16_learns_to_sort():
-    # Measured on TensorFlow, random_state 0 / 1: float32 0.976 / 0.984, mixed_bfloat16
-    # 0.976 / 0.978.
+    # The budget at which float32 sorts as well: bfloat16 computation must not cost it.
     X, y = _sorting(3000, seed=5, n_steps=5)
     X_test, y_test = _sorting(500, seed=6, n_steps=5)
     est = PointerNetworkOrderer(
-        hidden_size=32, epochs=8, batch_size=64, random_state=0, dtype_policy="mixed_bfloat16"
+        hidden_size=32, epochs=6, batch_size=64, random_state=0, dtype_policy="mixed_bfloat16"
     ).fit(X, y)
     assert est.score(X_test, y_test) >= 0.95
