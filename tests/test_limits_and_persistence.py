@@ -34,7 +34,8 @@ from skptr.pointer import _codec as pointer_codec_module
 from skptr.pointer._sizes import beams, count_orderings
 from skptr.preprocessing import TextTokenizer
 
-POINTER = {"hidden_size": 8, "epochs": 1, "batch_size": 16, "random_state": 0}
+# One batch for the fixture's 64 samples: the tests here are about what a fit keeps.
+POINTER = {"hidden_size": 8, "epochs": 1, "batch_size": 64, "random_state": 0}
 TRANSDUCER = {
     "hidden_size": 8,
     "embedding_dim": 4,

@@ -18,7 +18,7 @@ from skptr import NeuralStackTransducer, PointerNetworkOrderer
 from skptr.datasets import make_convex_hull, make_sorting, make_transduction
 from skptr.preprocessing import SequenceScaler
 
-PARAMS = {"hidden_size": 8, "epochs": 1, "batch_size": 32, "random_state": 0}
+PARAMS = {"hidden_size": 8, "epochs": 1, "batch_size": 64, "random_state": 0}  # one batch
 
 
 @pytest.fixture(scope="module")
