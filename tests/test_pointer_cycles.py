@@ -160,13 +160,12 @@ def test_learns_convex_hulls_better_as_cycles():
     """Leftmost-first targets are learned faster than smallest-index-first ones: on
     NumPy-drawn points labelled by SciPy, with the same budget and seed."""
     rng = np.random.default_rng(3)
-    X = rng.random((4500, 8, 2))
+    X = rng.random((4500, 6, 2))
     y = [hull_labels(points) for points in X]
-    params = {"hidden_size": 64, "epochs": 10, "bidirectional": False, "random_state": 0}
+    params = {"hidden_size": 64, "epochs": 8, "bidirectional": False, "random_state": 0}
     exact = {}
     for cycle in (None, "directed"):
         estimator = PointerNetworkOrderer(**params, cycle=cycle).fit(X[:4000], y[:4000])
         exact[cycle] = sequence_accuracy(y[4000:], estimator.predict(X[4000:]))
-    # Measured with random_state 0 and 1: 0.60 and 0.61 against 0.41 and 0.44.
     assert exact["directed"] >= 0.55
     assert exact["directed"] >= exact[None] + 0.1
