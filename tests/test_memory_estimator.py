@@ -20,6 +20,9 @@ from skptr.memory._search import network_settings, resolve_settings
 from skptr.metrics import coarse_accuracy, fine_accuracy
 
 SMALL = {"hidden_size": 16, "memory_width": 8, "embedding_dim": 8, "epochs": 2, "n_init": 1}
+# One batch per epoch of this module's data (at most 120 samples), for fits whose subject
+# is not what the network learns: short fits skip tracing on TensorFlow.
+ONE_BATCH = {**SMALL, "batch_size": 128}
 
 
 @pytest.fixture(scope="module")
@@ -213,8 +216,7 @@ def test_queue_with_gate_noise_round_trips(tmp_path):
     X, y = make_transduction(
         "copy", n_samples=60, min_length=1, max_length=4, vocab_size=2, random_state=0
     )
-    params = {**SMALL, "batch_size": 64}  # one batch per epoch
-    est = NeuralStackTransducer(memory="queue", random_state=0, **params).fit(X, y)
+    est = NeuralStackTransducer(memory="queue", random_state=0, **ONE_BATCH).fit(X, y)
     assert est.network_.controller.gate_noise == 1.0
     expected = est.predict(X[:20])
     np.testing.assert_array_equal(est.predict(X[:20]), expected)  # no noise in predict
@@ -239,14 +241,12 @@ def test_memory_trace(fitted):
 
 def test_memory_trace_deque_and_baseline(reversal_data):
     X, y = reversal_data
-    # One batch per epoch: the traces' shapes need no training.
-    params = {**SMALL, "batch_size": 128}
-    deque = NeuralStackTransducer(memory="deque", random_state=0, **params).fit(X, y)
+    deque = NeuralStackTransducer(memory="deque", random_state=0, **ONE_BATCH).fit(X, y)
     (trace,) = deque.memory_trace(["ab"])
     n_steps = 2 + len(trace["output"]) + 1
     assert trace["push"].shape == (n_steps, 2)
     assert trace["strengths"].shape == (n_steps, 2 * n_steps)
-    baseline = NeuralStackTransducer(memory=None, random_state=0, **params).fit(X, y)
+    baseline = NeuralStackTransducer(memory=None, random_state=0, **ONE_BATCH).fit(X, y)
     assert baseline.predict(["ab"]).shape == (1,)
     with pytest.raises(ValueError, match="no memory"):
         baseline.memory_trace(["ab"])
@@ -254,8 +254,7 @@ def test_memory_trace_deque_and_baseline(reversal_data):
 
 def test_warm_start_keeps_training(reversal_data):
     X, y = reversal_data
-    params = {**SMALL, "batch_size": 128}  # one batch per epoch: epochs are the subject
-    est = NeuralStackTransducer(warm_start=True, random_state=0, **params).fit(X, y)
+    est = NeuralStackTransducer(warm_start=True, random_state=0, **ONE_BATCH).fit(X, y)
     est.fit(X, y)
     assert est.n_iter_ == 4
     with pytest.raises(ValueError, match=r"y\[0\].*'q'"):
@@ -302,8 +301,8 @@ def _scripted_selection(monkeypatch, scores, **params):
         "reversal", n_samples=40, min_length=1, max_length=4, vocab_size=2, random_state=0
     )
     # One noise start unless a test asks for "auto", whose extra initialisations would
-    # need more scripted scores. One batch per epoch: the selection is the subject.
-    params = {**SMALL, "epochs": 1, "gate_noise_start": 0.6, "batch_size": 64, **params}
+    # need more scripted scores.
+    params = {**ONE_BATCH, "epochs": 1, "gate_noise_start": 0.6, **params}
     est = NeuralStackTransducer(random_state=0, **params).fit(X, y)
     return est, trained
 
@@ -518,8 +517,7 @@ def test_single_initialisation_holds_nothing_out(fitted, reversal_data):
     assert fitted.state_bptt_steps_ == 0
     tiny = NeuralStackTransducer(random_state=0, **{**SMALL, "n_init": 3})
     assert tiny.fit(X[:9], y[:9]).init_scores_.shape == (0,)
-    params = {**SMALL, "n_init": 1, "batch_size": 128}  # one batch per epoch
-    soft = NeuralStackTransducer(random_state=0, snap_gates=False, **params)
+    soft = NeuralStackTransducer(random_state=0, snap_gates=False, **ONE_BATCH)
     assert soft.fit(X, y).snap_gates_ is False
 
 
@@ -537,16 +535,15 @@ class _NoiseScales(keras.callbacks.Callback):
 def test_gate_noise_starts_after_its_share_of_the_epochs(reversal_data):
     X, y = reversal_data
     recorder = _NoiseScales()
-    small = {**SMALL, "batch_size": 128}  # one batch per epoch: short fits run eagerly
-    params = {**small, "epochs": 5, "gate_noise_start": 0.5, "callbacks": [recorder]}
+    params = {**ONE_BATCH, "epochs": 5, "gate_noise_start": 0.5, "callbacks": [recorder]}
     est = NeuralStackTransducer(random_state=0, warm_start=True, **params).fit(X, y)
     assert recorder.scales == [0.0, 0.0, 0.0, 1.0, 1.0]  # from epoch ceil(2.5) = 3
     est.fit(X, y)  # a warm start counts the epochs already trained
     assert recorder.scales[5:] == [1.0] * 5
     # With the noise never switched on, training is that of a noise-free network.
-    silent = NeuralStackTransducer(random_state=0, gate_noise_start=1.0, **small).fit(X, y)
-    noise_free = NeuralStackTransducer(random_state=0, gate_noise=0.0, **small).fit(X, y)
-    noisy = NeuralStackTransducer(random_state=0, gate_noise_start=0.0, **small).fit(X, y)
+    silent = NeuralStackTransducer(random_state=0, gate_noise_start=1.0, **ONE_BATCH).fit(X, y)
+    noise_free = NeuralStackTransducer(random_state=0, gate_noise=0.0, **ONE_BATCH).fit(X, y)
+    noisy = NeuralStackTransducer(random_state=0, gate_noise_start=0.0, **ONE_BATCH).fit(X, y)
 
     def trained(est):  # the weights, without the noise scale
         return [w for w in est.network_.get_weights() if w.shape != ()]
