@@ -15,11 +15,10 @@ Hooks a subclass implements
     attributes the network needs (``n_features_in_``, vocabularies, ...); when
     ``reset`` is false (a warm start), check the data against the fitted ones and
     return an empty dict.
-``_build_network(seed, unroll_steps)``
+``_build_network(seed)``
     Return a *built* ``keras.Model`` (weights created) made only from hyperparameters
     and fitted attributes, with every initializer, dropout layer and noise source
-    seeded from ``seed``, so that unpickling can rebuild it and restore its weights;
-    ``unroll_steps`` is the compile policy's, for recurrent layers.
+    seeded from ``seed``, so that unpickling can rebuild it and restore its weights.
 ``_loss()``
     Return the loss passed to ``compile``.
 ``_training_batches(data, batch_size, seed)`` (optional)
@@ -143,7 +142,7 @@ class SequenceEstimatorBase(BaseEstimator):
     def _prepare_training_data(self, X, y, reset):  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _build_network(self, seed, unroll_steps):  # pragma: no cover - abstract
+    def _build_network(self, seed):  # pragma: no cover - abstract
         raise NotImplementedError
 
     def _loss(self):  # pragma: no cover - abstract
@@ -200,7 +199,7 @@ class SequenceEstimatorBase(BaseEstimator):
         placement = self._placement()
         scope = placement.inference.scope() if restored else placement.scope()
         with scope, dtype_policy_scope(view.dtype_policy):
-            return view._build_network(seed, compile_policy().unroll_steps)
+            return view._build_network(seed)
 
     def _placement(self):
         """Where the estimator runs (a :class:`~skptr._devices.Placement`)."""

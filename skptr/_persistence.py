@@ -82,7 +82,8 @@ MAX_KERAS_CONFIG_BYTES = 2**20
 #: Adam's two moments. The file adds its own structure, at most this much.
 STORED_WEIGHT_COPIES = 3
 WEIGHTS_FILE_OVERHEAD = 4 * 2**20
-# Entries of a network's Keras configuration that do not describe its architecture.
+# Entries of a network's Keras configuration that do not describe its architecture
+# (networks saved by earlier versions also hold "unroll_steps").
 _NOT_ARCHITECTURE = frozenset({"name", "seed", "trainable", "dtype", "unroll_steps"})
 #: The entries of ``skptr.json`` and their JSON types.
 METADATA_TYPES = {

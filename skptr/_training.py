@@ -61,9 +61,6 @@ class CompilePolicy:
         reach this work, compile with XLA (estimators that set ``_jit_inference``).
     steps_per_execution : int
         Training steps per call into the compiled function.
-    unroll_steps : int
-        Recurrent layers of the pointer network unroll sequences of at most this many
-        steps.
     cut_batches_steps : dict of str to int
         Fits of at least this many steps train in batches cut to their samples' lengths,
         one threshold per kind of batches (the pointer network's encoder).
@@ -81,7 +78,6 @@ class CompilePolicy:
     jit_inference_rows: int | None = None
     jit_inference_work: int | None = None
     steps_per_execution: int = 1
-    unroll_steps: int = 0
     cut_batches_steps: Mapping[str, int] = field(
         default_factory=lambda: {"recurrent": 0, "attention": 0}
     )
@@ -135,7 +131,6 @@ COMPILE_POLICY = {
         jit_steps=0,
         jit_length=None,
         jit_opt_in=False,
-        unroll_steps=32,
         cut_batches_steps={"recurrent": 4096, "attention": 256},
         cut_powers_of_two=True,
         cut_on_accelerators=False,

@@ -602,5 +602,5 @@ def test_memory_estimates_bound_the_attention_encoders_weights(params):
     estimator = PointerNetworkOrderer(encoder="attention", **params)
     estimator.n_features_in_, estimator.ordered_subsets_ = 2, True
     estimator.feature_scale_ = None
-    real = estimator._build_network(0, 0).count_params()
+    real = estimator._build_network(0).count_params()
     assert real <= estimator._weight_count() <= 1.5 * real

@@ -614,7 +614,7 @@ def test_push_bias_initialises_each_end(reversal_data, memory, push_bias, expect
     est = NeuralStackTransducer(
         memory=memory, push_bias=push_bias, epochs=1, batch_size=128, n_init=1, random_state=0
     ).fit(X, y)
-    controller = est._build_network(0, 0).controller  # the untrained initialisation
+    controller = est._build_network(0).controller  # the untrained initialisation
     n_ends = len(expected)
     head_bias = keras.ops.convert_to_numpy(controller.head_bias)
     np.testing.assert_array_equal(head_bias[:n_ends], expected)

@@ -305,7 +305,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         codec, data = TransducerCodec.learn(X, y)
         return data, codec.fitted_attributes()
 
-    def _build_network(self, seed, unroll_steps):
+    def _build_network(self, seed):
         network = TransducerNetwork(
             n_input_tokens=len(self.input_vocabulary_),
             n_output_tokens=len(self.output_vocabulary_),

@@ -342,7 +342,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
             "feature_scale_": feature_scale(data.inputs["values"], data.lengths),
         }
 
-    def _build_network(self, seed, unroll_steps):
+    def _build_network(self, seed):
         scale = self.feature_scale_
         if scale is not None and len(scale) != self.n_features_in_:
             raise ValueError(
@@ -361,7 +361,6 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
             allow_end=self.ordered_subsets_,
             encoder=self.encoder,
             n_heads=self.n_heads,
-            unroll_steps=unroll_steps,
             seed=seed,
             input_scale=scale,
             logit_clip=self.logit_clip,

@@ -48,16 +48,6 @@ def recurrent_directions(layer):
     return (layer,)
 
 
-def run_recurrent(layer, inputs, unroll_steps, **kwargs):
-    """Call a recurrent layer, or a ``Bidirectional`` pair, on ``inputs`` (n, T, ...),
-    unrolling the time loop when the static length ``T`` is at most ``unroll_steps``."""
-    n_steps = inputs.shape[1]
-    unroll = n_steps is not None and n_steps <= unroll_steps
-    for direction in recurrent_directions(layer):
-        direction.unroll = unroll
-    return layer(inputs, **kwargs)
-
-
 def dense_layer(units, seeds, **kwargs):
     """A ``keras.layers.Dense`` whose kernel is initialised from ``seeds``."""
     return layers.Dense(units, kernel_initializer=seeds.glorot_uniform(), **kwargs)
@@ -89,9 +79,6 @@ class SequenceEncoder(layers.Layer):
         Number of stacked recurrent layers.
     dropout : float
         Dropout rate on the embedding and between recurrent layers.
-    unroll_steps : int, default=0
-        Sequences of at most this many steps run an unrolled time loop (faster where
-        the backend compiles a loop poorly; 0: never).
     seed : int
         Seed of the initial weights and of the dropout masks.
     """
@@ -103,12 +90,10 @@ class SequenceEncoder(layers.Layer):
         bidirectional=True,
         num_layers=1,
         dropout=0.0,
-        unroll_steps=0,
         seed=0,
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.unroll_steps = int(unroll_steps)
         self.hidden_size = hidden_size
         self.cell = cell
         self.bidirectional = bidirectional
@@ -162,9 +147,7 @@ class SequenceEncoder(layers.Layer):
         final_states = []
         n_states = STATES_PER_CELL[self.cell]
         for index, recurrent in enumerate(self.recurrent):
-            outputs = run_recurrent(
-                recurrent, hidden, self.unroll_steps, mask=mask, training=training
-            )
+            outputs = recurrent(hidden, mask=mask, training=training)
             hidden, states = outputs[0], list(outputs[1:])
             if self.bidirectional:
                 states = [
@@ -184,7 +167,6 @@ class SequenceEncoder(layers.Layer):
             bidirectional=self.bidirectional,
             num_layers=self.num_layers,
             dropout=self.dropout,
-            unroll_steps=self.unroll_steps,
             seed=self.seed,
         )
         return config
@@ -406,8 +388,6 @@ class PointerNetwork(keras.Model):
         position with a summary of the others. 0 points with the decoder state.
     allow_end : bool
         Whether outputs may stop before all positions are used (ordered subsets).
-    unroll_steps : int, default=0
-        See :class:`SequenceEncoder`; the decoder's layers follow it too.
     seed : int
         Seed of the initial weights and of the dropout masks; the same seed gives the
         same network.
@@ -435,7 +415,6 @@ class PointerNetwork(keras.Model):
         allow_end=False,
         encoder="recurrent",
         n_heads=8,
-        unroll_steps=0,
         seed=0,
         input_scale=None,
         logit_clip=None,
@@ -455,7 +434,6 @@ class PointerNetwork(keras.Model):
         self.glimpses = int(glimpses)
         self.dropout = dropout
         self.allow_end = allow_end
-        self.unroll_steps = int(unroll_steps)
         self.seed = int(seed)
         self.input_scale = None if input_scale is None else [float(s) for s in input_scale]
         self.logit_clip = None if logit_clip is None else float(logit_clip)
@@ -477,7 +455,6 @@ class PointerNetwork(keras.Model):
                 bidirectional,
                 num_layers,
                 dropout,
-                unroll_steps=self.unroll_steps,
                 seed=seeds.next(),
                 name="encoder",
             )
@@ -644,9 +621,7 @@ class PointerNetwork(keras.Model):
         )
         hidden = self.decoder_inputs(keys, previous)
         for layer, layer_states in zip(self.decoder_layers, states, strict=True):
-            hidden = run_recurrent(
-                layer, hidden, self.unroll_steps, initial_state=layer_states, training=training
-            )
+            hidden = layer(hidden, initial_state=layer_states, training=training)
         hidden = self.output_dropout(hidden, training=training)
         chosen = ops.one_hot(ops.maximum(targets, 0), n_pointers) * ops.cast(
             targets[:, :, None] >= 0, "float32"
@@ -673,7 +648,6 @@ class PointerNetwork(keras.Model):
                 "allow_end": self.allow_end,
                 "encoder": self.encoder_kind,
                 "n_heads": self.n_heads,
-                "unroll_steps": self.unroll_steps,
                 "seed": self.seed,
                 "input_scale": self.input_scale,
                 "logit_clip": self.logit_clip,
