@@ -30,9 +30,12 @@ test test-jax: export JAX_COMPILATION_CACHE_DIR ?= $(abspath $(VENV))/jax-compil
 test test-jax: export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS ?= 0
 test test-jax: export JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES ?= 0
 # Most of a JAX test's time (and of the JAX subprocesses of make test) is compiling
-# small models for a few steps each: a lower LLVM optimisation level compiles faster
-# and runs them about as fast.
-test test-jax: export XLA_FLAGS ?= --xla_backend_optimization_level=1
+# small models for a few steps each: a lower LLVM optimisation level and XLA's older
+# elemental emitters (its CPU fusion emitters compile them about twice as slowly)
+# compile faster and run them about as fast. TensorFlow's XLA-compiled steps and
+# decoders read the same flags.
+test test-jax: export XLA_FLAGS ?= --xla_backend_optimization_level=1 \
+	--xla_cpu_use_fusion_emitters=false
 
 # The multi-device tests run in a pytest process of their own, since the backends fix
 # their devices when they start (tests/devices/conftest.py sets up two virtual CPUs);

@@ -11,8 +11,7 @@ collected before these), the tests are skipped.
 import os
 
 import pytest
-
-DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count=2"
+from _two_processes import DEVICE_COUNT_FLAG
 
 
 def _two_virtual_devices():

@@ -2,7 +2,6 @@
 
 import functools
 import json
-import os
 import pickle
 import subprocess
 import sys
@@ -10,7 +9,12 @@ import sys
 import keras
 import numpy as np
 import pytest
-from _two_processes import POINTER_SETTINGS, TRANSDUCER_SETTINGS, assert_same_weights
+from _two_processes import (
+    POINTER_SETTINGS,
+    TRANSDUCER_SETTINGS,
+    assert_same_weights,
+    one_device_environment,
+)
 from _two_processes import ragged_points as _ragged_points
 from _two_processes import strings as _strings
 from sklearn.base import clone
@@ -261,14 +265,9 @@ def test_models_fitted_on_two_devices_load_in_a_one_device_process(tmp_path):
     (tmp_path / "inputs.json").write_text(
         json.dumps({"points": [x.tolist() for x in X], "strings": strings})
     )
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in ("XLA_FLAGS", "PYTEST_XDIST_WORKER")
-    }
     result = subprocess.run(
         [sys.executable, "-c", _PREDICT_IN_ONE_DEVICE_PROCESS, str(tmp_path)],
-        env={**env, "TF_CPP_MIN_LOG_LEVEL": "3"},
+        env=one_device_environment(TF_CPP_MIN_LOG_LEVEL="3"),
         capture_output=True,
         text=True,
         timeout=600,

@@ -2,7 +2,6 @@
 against the same fit over two devices of one process (see conftest.py)."""
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -15,6 +14,7 @@ from _two_processes import (
     POINTER_SETTINGS,
     TRANSDUCER_SETTINGS,
     assert_same_weights,
+    one_device_environment,
     ragged_points,
     strings,
 )
@@ -37,12 +37,7 @@ def _free_port():
 
 def _fit_in_two_processes(directory):
     """What two processes fitting together wrote: their results and weights."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in ("XLA_FLAGS", "PYTEST_XDIST_WORKER")
-    }
-    env.update(KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3")
+    env = one_device_environment(KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3")
     port = str(_free_port())
     logs = [open(directory / f"process-{index}.log", "w") for index in (0, 1)]
     workers = [
