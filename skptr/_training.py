@@ -237,6 +237,10 @@ def compile_network(estimator, network, n_steps, length):
         jit_compile=mode == "jit",
         run_eagerly=mode == "eager",
     )
+    if mode != "eager" and not estimator._placement().distributed:
+        # Keras' TensorFlow trainer would build the optimiser inside the first traced
+        # step, and TensorFlow traces a function that creates variables a second time.
+        network.optimizer.build(network.trainable_variables)
 
 
 def _set_steps_per_execution(estimator, network):
