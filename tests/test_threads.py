@@ -151,14 +151,14 @@ NeuralStackTransducer(hidden_size=8, epochs=1, n_init=2).fit(strings, strings).p
 """
 
 
+@pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow", reason="sets its own backends; run once"
+)
 @pytest.mark.parametrize(
     ("backend", "first_import"),
     [("tensorflow", "none"), ("jax", "tensorflow")],
 )
 def test_fit_predict_save_and_load_print_nothing(backend, first_import, tmp_path):
-    # A child process of its own backend, started by the suite of that backend.
-    if backend != keras.backend.backend():
-        pytest.skip(f"{backend}'s case runs in the suite on {backend}")
     env = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
     result = subprocess.run(
         [sys.executable, "-c", _QUIET_SCRIPT, first_import, str(tmp_path / "model.skptr")],
