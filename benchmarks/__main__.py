@@ -516,6 +516,7 @@ def main(argv=None):
     parser.add_argument(
         "--set",
         nargs="+",
+        action="extend",
         default=[],
         metavar="SECTION.KEY=JSON",
         help="change one budget, e.g. precision.batch_sizes=[256,2048] (the value is JSON)",
