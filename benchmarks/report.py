@@ -656,10 +656,11 @@ def _budget_context(section):
 def _cost_learning_context(section, side_by_side=None, side_by_side_finished=None):
     """Rows of the cost-learning section: the rules, each seed and mean and worst of
     skptr and of RL4CO's models (``side_by_side``, the ``rl4co_side_by_side`` section,
-    finished at ``side_by_side_finished``)."""
+    finished at ``side_by_side_finished`` unless a row names its own day)."""
     results = section["results"]
     learned = [r for r in results if r["method"] == "skptr"]
     outside = side_by_side["results"] if side_by_side else []
+    outside = [{"finished": side_by_side_finished, **r} for r in outside]
     rows = [
         [r["task"], r["method"], "", "", f"{r['ratio']:.3f}", ""]
         for r in results
@@ -672,12 +673,12 @@ def _cost_learning_context(section, side_by_side=None, side_by_side_finished=Non
             runs = [r for r in outside if r["task"] == task and r["model"] == model]
             name = f"RL4CO {RL4CO_MODELS[model]}"
             rows += [
-                [task, name, f"seed={r['seed']}", _training_cell(r), "stops: " + r["error"], ""]
+                [task, name, _rl4co_run(r), _training_cell(r), "stops: " + r["error"], ""]
                 for r in runs
                 if "error" in r
             ]
             runs = [r for r in runs if "error" not in r]
-            rows += _seed_rows(task, name, runs, lambda r: f"seed={r['seed']}")
+            rows += _seed_rows(task, name, runs, _rl4co_run)
     host = [
         [r["cost"], f"{r['instances_per_s']:.1f}"] for r in results if r["method"] == "host_cost"
     ]
@@ -695,8 +696,14 @@ def _cost_learning_context(section, side_by_side=None, side_by_side_finished=Non
         "host": host,
         "rl4co": outside[0]["versions"] if outside else None,
         "rl4co_batch_size": outside[0]["batch_size"] if outside else None,
-        "rl4co_finished": side_by_side_finished,
     }
+
+
+def _rl4co_run(run):
+    """An RL4CO run's seed and the day it finished (hosts differ in speed from day to
+    day, so rows are compared within a day)."""
+    finished = run.get("finished")
+    return f"seed={run['seed']}" + (f", {finished[:10]}" if finished else "")
 
 
 #: How the report names RL4CO's models.
