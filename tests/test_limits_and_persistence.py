@@ -46,13 +46,15 @@ TRANSDUCER = {
 }
 
 
-@pytest.fixture(scope="module")
+# Session scope: made once per test process, even when pytest-xdist's work stealing
+# interleaves this module's tests with others' (a module fixture would be made again).
+@pytest.fixture(scope="session")
 def orderer():
     X, y = _sorting(64)
     return PointerNetworkOrderer(**POINTER).fit(X, y), X
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def transducer():
     X, y = _reversal(40)
     return NeuralStackTransducer(**TRANSDUCER).fit(X, y), X
@@ -329,7 +331,7 @@ def _with_zeroed_gib_member(source, target, name):
     return target
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def hostile_files(orderer, tmp_path_factory):
     """Files that would take a gigabyte to read or to build, and how loading each of them
     went, in one subprocess: its outcome, seconds, and growth of the peak memory."""

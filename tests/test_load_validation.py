@@ -14,7 +14,9 @@ from skptr import NeuralStackTransducer, PointerNetworkOrderer
 from skptr.datasets import make_sorting
 
 
-@pytest.fixture(scope="module")
+# Session scope: made once per test process, even when pytest-xdist's work stealing
+# interleaves this module's tests with others' (a module fixture would be made again).
+@pytest.fixture(scope="session")
 def orderer_file(tmp_path_factory):
     X, y = make_sorting(200, n_steps=5, random_state=0)
     estimator = PointerNetworkOrderer(hidden_size=8, epochs=1, batch_size=64, random_state=0)
@@ -34,7 +36,7 @@ SMALL_TRANSDUCER = {
 }
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def transducer_file(tmp_path_factory):
     X = ["ab", "ba", "aab", "abb"]
     estimator = NeuralStackTransducer(**SMALL_TRANSDUCER)
@@ -370,7 +372,7 @@ def test_pickles_made_before_the_attention_encoder_still_load(orderer_file):
     np.testing.assert_array_equal(old.predict(X), estimator.predict(X))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def scaled_orderer():
     """An orderer whose features' largest magnitudes are powers of two, and its file."""
     rng = np.random.default_rng(0)

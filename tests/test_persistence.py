@@ -14,7 +14,9 @@ from skptr import PointerNetworkOrderer
 from skptr.datasets import make_convex_hull
 
 
-@pytest.fixture(scope="module")
+# Session scope: made once per test process, even when pytest-xdist's work stealing
+# interleaves this module's tests with others' (a module fixture would be made again).
+@pytest.fixture(scope="session")
 def hull_model():
     X, y = make_convex_hull(n_samples=200, n_points=6, random_state=0)
     estimator = PointerNetworkOrderer(hidden_size=8, epochs=2, random_state=0, decode="beam")
@@ -98,7 +100,7 @@ def test_unfitted_round_trip(tmp_path):
     assert not hasattr(loaded, "network_")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def hull_file(hull_model, tmp_path_factory):
     path = tmp_path_factory.mktemp("hull") / "hull.skptr"
     hull_model[0].save(path)

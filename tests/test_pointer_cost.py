@@ -7,7 +7,7 @@ import pickle
 import keras
 import numpy as np
 import pytest
-from _marks import once
+from _marks import once, once_on_jax
 from scipy.spatial.distance import pdist
 from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.utils._param_validation import InvalidParameterError
@@ -389,6 +389,7 @@ def test_bad_costs_fail_clearly_and_leave_the_estimator_as_it_was(cost, message)
         PointerNetworkOrderer(cost=3).fit(X)
 
 
+@once_on_jax  # on TensorFlow, a case of test_bad_costs_fail_clearly_... runs this fit
 def test_a_cost_that_fails_inside_training_stops_the_fit_with_its_error():
     # The first samples pass the check before training; the error comes from inside
     # the compiled step (a host callback), raised after it.

@@ -16,12 +16,12 @@ import pickle
 import resource
 import signal
 import warnings
-from pathlib import Path
 
 import joblib
 import keras
 import numpy as np
 import pytest
+from _marks import once_on_jax
 from _properties import (
     FIXTURE_KINDS,
     assert_clear,
@@ -52,7 +52,9 @@ import skptr
 from skptr import NeuralStackTransducer, PointerNetworkOrderer
 
 
-@pytest.fixture(scope="module")
+# Session scope: made once per test process, even when pytest-xdist's work stealing
+# interleaves this module's tests with others' (a module fixture would be made again).
+@pytest.fixture(scope="session")
 def folder(tmp_path_factory):
     """A folder whose files the properties name uniquely."""
     return tmp_path_factory.mktemp("files")
@@ -318,44 +320,6 @@ def test_values_a_file_cannot_hold_are_refused_before_writing(folder, change):
     assert not path.exists()
 
 
-# ----------------------------------------------------- issue 54: ordinary use
-_ROWS = 1500
-
-
-@pytest.mark.parametrize("kind", ["pointer", "stack"])
-def test_what_is_saved_after_predicting_many_rows_loads_back_twice(folder, kind):
-    model = fit_tiny(kind)
-    X, y = sorting() if kind == "pointer" else strings()
-    repeat = _ROWS // len(X) + 1
-    X, y = (
-        (np.tile(X, (repeat, 1)), np.tile(y, (repeat, 1)))
-        if kind == "pointer"
-        else (X * repeat, y * repeat)
-    )
-    model.predict(X)
-    model.score(X, y)
-    if kind == "pointer":
-        model.predict_proba(X)
-        model.set_params(decode="beam", beam_width=2).predict(X)
-        model.set_params(decode="greedy")
-    for _ in range(2):
-        path = _new_path(folder)
-        model.save(path)
-        loaded = skptr.load(path)
-        same_model(loaded, model)
-        model = loaded
-
-
-@pytest.mark.parametrize("as_bytes", [False, True], ids=["str", "bytes"])
-def test_save_and_load_take_bytes_paths_as_load_does(folder, as_bytes):
-    path = str(_new_path(folder))
-    path = os.fsencode(path) if as_bytes else path
-    model = fitted("pointer")
-    model.save(path)
-    same_model(skptr.load(path), model)
-    same_model(skptr.load(Path(os.fsdecode(path))), model)
-
-
 def test_saving_through_a_symbolic_link_writes_its_target_or_refuses(folder):
     target = _new_path(folder)
     target.write_bytes(saved("stack"))
@@ -376,6 +340,7 @@ def test_saving_through_a_symbolic_link_writes_its_target_or_refuses(folder):
     ("kind", "change"),
     [("pointer", {"hidden_size": 16}), ("stack", {"memory": "queue"})],
 )
+@once_on_jax  # on TensorFlow, test_saving's warm starts after changed settings
 def test_a_warm_start_after_a_size_change_rebuilds_or_refuses(kind, change):
     model = fit_tiny(kind)
     name = next(iter(change))

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from _marks import once
+from _properties import same_model
 from _tasks import reversal, sorting
 
 import skptr
@@ -24,13 +25,15 @@ from skptr import NeuralStackTransducer, PointerNetworkOrderer, _persistence
 N_ROWS = 1500  # more rows than the smallest call that compiles a decoder with XLA
 
 
-@pytest.fixture(scope="module")
+# Session scope: made once per test process, even when pytest-xdist's work stealing
+# interleaves this module's tests with others' (a module fixture would be made again).
+@pytest.fixture(scope="session")
 def orderer():
     X, y = sorting(200, n_steps=6)
     return PointerNetworkOrderer(hidden_size=8, epochs=1, random_state=0).fit(X, y)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def transducer():
     X, y = reversal(64)
     return NeuralStackTransducer(hidden_size=8, epochs=1, n_init=1, random_state=0).fit(X, y)
@@ -54,6 +57,7 @@ def test_save_after_large_predictions_loads_identically_twice(orderer, tmp_path)
     path = tmp_path / "model.skptr"
     orderer.save(path)
     loaded = skptr.load(path)
+    same_model(loaded, orderer)
     again = _use_pointer(loaded, X, y)
     loaded.save(path)  # a loaded and used model saves and loads again
     twice = _use_pointer(skptr.load(path), X, y)
@@ -112,6 +116,7 @@ def test_transducer_save_after_large_predictions(transducer, tmp_path):
     traces = transducer.memory_trace(X[:3])
     transducer.save(tmp_path / "model.skptr")
     loaded = skptr.load(tmp_path / "model.skptr")
+    same_model(loaded, transducer)
     np.testing.assert_array_equal(loaded.predict(X), predicted)
     for trace, expected in zip(loaded.memory_trace(X[:3]), traces, strict=True):
         assert trace["output"] == expected["output"]

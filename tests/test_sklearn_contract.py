@@ -21,13 +21,15 @@ from skptr.preprocessing import SequenceScaler
 PARAMS = {"hidden_size": 8, "epochs": 1, "batch_size": 64, "random_state": 0}  # one batch
 
 
-@pytest.fixture(scope="module")
+# Session scope: made once per test process, even when pytest-xdist's work stealing
+# interleaves this module's tests with others' (a module fixture would be made again).
+@pytest.fixture(scope="session")
 def data():
     X, y = make_sorting(n_samples=64, n_steps=6, random_state=0)
     return X, y
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def fitted(data):
     return PointerNetworkOrderer(**PARAMS).fit(*data)
 
@@ -126,7 +128,7 @@ TRANSDUCER = {
 }
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def strings():
     X, y = make_transduction(
         "reversal", n_samples=64, min_length=1, max_length=6, vocab_size=3, random_state=0
@@ -134,7 +136,7 @@ def strings():
     return X, y
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def transducer(strings):
     return NeuralStackTransducer(**TRANSDUCER).fit(*strings)
 

@@ -37,7 +37,9 @@ def _in_threads(work, n_threads=N_THREADS):
     return results
 
 
-@pytest.fixture(scope="module")
+# Session scope: made once per test process, even when pytest-xdist's work stealing
+# interleaves this module's tests with others' (a module fixture would be made again).
+@pytest.fixture(scope="session")
 def sorter():
     rng = np.random.default_rng(53)
     X = rng.random((500, 6, 1))
