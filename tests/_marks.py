@@ -15,3 +15,7 @@ once = pytest.mark.skipif(
 once_on_jax = pytest.mark.skipif(
     keras.backend.backend() != "jax", reason="backend-independent; runs once, on JAX"
 )
+#: The decorator of fixtures that fit models or make files: made once per test process.
+#: A module fixture would be made again whenever pytest-xdist's work stealing interleaves
+#: its module's tests with other modules'.
+process_fixture = pytest.fixture(scope="session")

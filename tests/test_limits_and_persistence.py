@@ -21,7 +21,7 @@ import joblib
 import numpy as np
 import pytest
 from _files import METADATA, NETWORK, members, set_network_params, tampered
-from _marks import once
+from _marks import once, process_fixture
 from _tasks import reversal as _reversal
 from _tasks import sorting as _sorting
 from sklearn.utils._param_validation import InvalidParameterError
@@ -46,15 +46,13 @@ TRANSDUCER = {
 }
 
 
-# Session scope: made once per test process, even when pytest-xdist's work stealing
-# interleaves this module's tests with others' (a module fixture would be made again).
-@pytest.fixture(scope="session")
+@process_fixture
 def orderer():
     X, y = _sorting(64)
     return PointerNetworkOrderer(**POINTER).fit(X, y), X
 
 
-@pytest.fixture(scope="session")
+@process_fixture
 def transducer():
     X, y = _reversal(40)
     return NeuralStackTransducer(**TRANSDUCER).fit(X, y), X
@@ -331,7 +329,7 @@ def _with_zeroed_gib_member(source, target, name):
     return target
 
 
-@pytest.fixture(scope="session")
+@process_fixture
 def hostile_files(orderer, tmp_path_factory):
     """Files that would take a gigabyte to read or to build, and how loading each of them
     went, in one subprocess: its outcome, seconds, and growth of the peak memory."""

@@ -8,15 +8,14 @@ import keras
 import numpy as np
 import pytest
 from _files import METADATA, NETWORK, members, set_network_params, set_state, tampered
+from _marks import process_fixture
 
 import skptr
 from skptr import NeuralStackTransducer, PointerNetworkOrderer
 from skptr.datasets import make_sorting
 
 
-# Session scope: made once per test process, even when pytest-xdist's work stealing
-# interleaves this module's tests with others' (a module fixture would be made again).
-@pytest.fixture(scope="session")
+@process_fixture
 def orderer_file(tmp_path_factory):
     X, y = make_sorting(200, n_steps=5, random_state=0)
     estimator = PointerNetworkOrderer(hidden_size=8, epochs=1, batch_size=64, random_state=0)
@@ -36,7 +35,7 @@ SMALL_TRANSDUCER = {
 }
 
 
-@pytest.fixture(scope="session")
+@process_fixture
 def transducer_file(tmp_path_factory):
     X = ["ab", "ba", "aab", "abb"]
     estimator = NeuralStackTransducer(**SMALL_TRANSDUCER)
@@ -372,7 +371,7 @@ def test_pickles_made_before_the_attention_encoder_still_load(orderer_file):
     np.testing.assert_array_equal(old.predict(X), estimator.predict(X))
 
 
-@pytest.fixture(scope="session")
+@process_fixture
 def scaled_orderer():
     """An orderer whose features' largest magnitudes are powers of two, and its file."""
     rng = np.random.default_rng(0)

@@ -8,7 +8,7 @@ import keras
 import numpy as np
 import pytest
 from _files import set_network_params, tampered
-from _marks import once, once_on_jax
+from _marks import once, once_on_jax, process_fixture
 from sklearn.base import clone
 
 import skptr
@@ -24,16 +24,14 @@ SMALL = {"hidden_size": 16, "memory_width": 8, "embedding_dim": 8, "epochs": 2, 
 ONE_BATCH = {**SMALL, "batch_size": 128}
 
 
-# Session scope: made once per test process, even when pytest-xdist's work stealing
-# interleaves this module's tests with others' (a module fixture would be made again).
-@pytest.fixture(scope="session")
+@process_fixture
 def reversal_data():
     return make_transduction(
         "reversal", n_samples=120, min_length=1, max_length=5, vocab_size=3, random_state=0
     )
 
 
-@pytest.fixture(scope="session")
+@process_fixture
 def fitted(reversal_data):
     X, y = reversal_data
     return NeuralStackTransducer(random_state=0, **SMALL).fit(X, y)

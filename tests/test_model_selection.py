@@ -5,7 +5,7 @@ import time
 import joblib
 import numpy as np
 import pytest
-from _marks import once
+from _marks import once, process_fixture
 from sklearn.metrics import make_scorer
 from sklearn.model_selection import (
     GridSearchCV,
@@ -24,9 +24,7 @@ from skptr.preprocessing import SequenceScaler
 TINY = {"epochs": 1, "batch_size": 64, "random_state": 0}
 
 
-# Session scope: made once per test process, even when pytest-xdist's work stealing
-# interleaves this module's tests with others' (a module fixture would be made again).
-@pytest.fixture(scope="session")
+@process_fixture
 def data():
     X, y = make_sorting(n_samples=120, n_steps=5, kind="float", random_state=0)
     return X * 100.0 + 50.0, y  # large offsets, which the scaler removes

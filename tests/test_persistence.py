@@ -8,15 +8,14 @@ import keras
 import numpy as np
 import pytest
 from _files import tampered
+from _marks import process_fixture
 
 import skptr
 from skptr import PointerNetworkOrderer
 from skptr.datasets import make_convex_hull
 
 
-# Session scope: made once per test process, even when pytest-xdist's work stealing
-# interleaves this module's tests with others' (a module fixture would be made again).
-@pytest.fixture(scope="session")
+@process_fixture
 def hull_model():
     X, y = make_convex_hull(n_samples=200, n_points=6, random_state=0)
     estimator = PointerNetworkOrderer(hidden_size=8, epochs=2, random_state=0, decode="beam")
@@ -100,7 +99,7 @@ def test_unfitted_round_trip(tmp_path):
     assert not hasattr(loaded, "network_")
 
 
-@pytest.fixture(scope="session")
+@process_fixture
 def hull_file(hull_model, tmp_path_factory):
     path = tmp_path_factory.mktemp("hull") / "hull.skptr"
     hull_model[0].save(path)

@@ -3,6 +3,7 @@
 import joblib
 import numpy as np
 import pytest
+from _marks import process_fixture
 from scipy.spatial import ConvexHull
 from sklearn.utils._param_validation import InvalidParameterError
 
@@ -79,16 +80,14 @@ def test_index_rotation_and_the_moved_steps():
     np.testing.assert_array_equal(np.take_along_axis(cycles, source, axis=1), undirected)
 
 
-# Session scope: made once per test process, even when pytest-xdist's work stealing
-# interleaves this module's tests with others' (a module fixture would be made again).
-@pytest.fixture(scope="session")
+@process_fixture
 def hull_data():
     rng = np.random.default_rng(7)
     X = rng.random((1200, 6, 2))
     return X, [hull_labels(points) for points in X]
 
 
-@pytest.fixture(scope="session")
+@process_fixture
 def cyclic_hull_model(hull_data):
     # The tests that use it check where cycles start and how they are kept, which an
     # untrained model shows as well as a trained one (learning: the last test).

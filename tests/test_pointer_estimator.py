@@ -8,7 +8,7 @@ import joblib
 import keras
 import numpy as np
 import pytest
-from _marks import once
+from _marks import once, process_fixture
 from scipy.special import logsumexp
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
@@ -24,21 +24,19 @@ from skptr.pointer._sizes import decoder_batch_size
 SMALL = {"hidden_size": 16, "epochs": 1, "batch_size": 64, "random_state": 0}
 
 
-# Session scope: made once per test process, even when pytest-xdist's work stealing
-# interleaves this module's tests with others' (a module fixture would be made again).
-@pytest.fixture(scope="session")
+@process_fixture
 def sorting_split():
     X, y = make_sorting(n_samples=5000, n_steps=8, random_state=0)
     return X[:4000], y[:4000], X[4000:], y[4000:]
 
 
-@pytest.fixture(scope="session")
+@process_fixture
 def sorter(sorting_split):
     X_train, y_train, _, _ = sorting_split
     return PointerNetworkOrderer(hidden_size=32, epochs=4, random_state=0).fit(X_train, y_train)
 
 
-@pytest.fixture(scope="session")
+@process_fixture
 def tiny_data():
     return make_sorting(n_samples=300, n_steps=5, random_state=1)
 

@@ -21,7 +21,7 @@ import joblib
 import keras
 import numpy as np
 import pytest
-from _marks import once_on_jax
+from _marks import once_on_jax, process_fixture
 from _properties import (
     FIXTURE_KINDS,
     assert_clear,
@@ -52,9 +52,7 @@ import skptr
 from skptr import NeuralStackTransducer, PointerNetworkOrderer
 
 
-# Session scope: made once per test process, even when pytest-xdist's work stealing
-# interleaves this module's tests with others' (a module fixture would be made again).
-@pytest.fixture(scope="session")
+@process_fixture
 def folder(tmp_path_factory):
     """A folder whose files the properties name uniquely."""
     return tmp_path_factory.mktemp("files")

@@ -15,7 +15,7 @@ import keras
 import numpy as np
 import pandas as pd
 import pytest
-from _marks import once
+from _marks import once, process_fixture
 from _properties import same_model
 from _tasks import reversal, sorting
 
@@ -25,15 +25,13 @@ from skptr import NeuralStackTransducer, PointerNetworkOrderer, _persistence
 N_ROWS = 1500  # more rows than the smallest call that compiles a decoder with XLA
 
 
-# Session scope: made once per test process, even when pytest-xdist's work stealing
-# interleaves this module's tests with others' (a module fixture would be made again).
-@pytest.fixture(scope="session")
+@process_fixture
 def orderer():
     X, y = sorting(200, n_steps=6)
     return PointerNetworkOrderer(hidden_size=8, epochs=1, random_state=0).fit(X, y)
 
 
-@pytest.fixture(scope="session")
+@process_fixture
 def transducer():
     X, y = reversal(64)
     return NeuralStackTransducer(hidden_size=8, epochs=1, n_init=1, random_state=0).fit(X, y)

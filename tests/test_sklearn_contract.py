@@ -9,7 +9,7 @@ import copy
 import joblib
 import numpy as np
 import pytest
-from _marks import once
+from _marks import once, process_fixture
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
@@ -21,15 +21,13 @@ from skptr.preprocessing import SequenceScaler
 PARAMS = {"hidden_size": 8, "epochs": 1, "batch_size": 64, "random_state": 0}  # one batch
 
 
-# Session scope: made once per test process, even when pytest-xdist's work stealing
-# interleaves this module's tests with others' (a module fixture would be made again).
-@pytest.fixture(scope="session")
+@process_fixture
 def data():
     X, y = make_sorting(n_samples=64, n_steps=6, random_state=0)
     return X, y
 
 
-@pytest.fixture(scope="session")
+@process_fixture
 def fitted(data):
     return PointerNetworkOrderer(**PARAMS).fit(*data)
 
@@ -128,7 +126,7 @@ TRANSDUCER = {
 }
 
 
-@pytest.fixture(scope="session")
+@process_fixture
 def strings():
     X, y = make_transduction(
         "reversal", n_samples=64, min_length=1, max_length=6, vocab_size=3, random_state=0
@@ -136,7 +134,7 @@ def strings():
     return X, y
 
 
-@pytest.fixture(scope="session")
+@process_fixture
 def transducer(strings):
     return NeuralStackTransducer(**TRANSDUCER).fit(*strings)
 

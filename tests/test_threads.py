@@ -8,6 +8,7 @@ import threading
 import keras
 import numpy as np
 import pytest
+from _marks import process_fixture
 
 from skptr import NeuralStackTransducer, PointerNetworkOrderer
 
@@ -37,9 +38,7 @@ def _in_threads(work, n_threads=N_THREADS):
     return results
 
 
-# Session scope: made once per test process, even when pytest-xdist's work stealing
-# interleaves this module's tests with others' (a module fixture would be made again).
-@pytest.fixture(scope="session")
+@process_fixture
 def sorter():
     rng = np.random.default_rng(53)
     X = rng.random((500, 6, 1))
