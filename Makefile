@@ -37,13 +37,12 @@ test test-jax: export JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES ?= 0
 test test-jax: export XLA_FLAGS ?= --xla_backend_optimization_level=1 \
 	--xla_cpu_use_fusion_emitters=false
 
-# The multi-device tests run in a pytest process of their own, since the backends fix
-# their devices when they start (tests/devices/conftest.py sets up two virtual CPUs);
-# the module of the long two-process fit first, so that it does not start last.
+# tests/conftest.py splits the CPU into two virtual devices in every test process, for
+# the multi-device tests; their module of the long two-process fit comes first, so that
+# it does not start last.
 DEVICE_TESTS := tests/devices/test_several_processes.py tests/devices/test_devices.py
 test: $(STAMP)
-	$(PYTEST) --durations=15 --ignore=tests/devices
-	$(PYTEST) --durations=5 $(DEVICE_TESTS)
+	$(PYTEST) --durations=15 $(DEVICE_TESTS) tests
 	$(BIN)/ruff check .
 
 # The estimator, persistence, model-selection and learning tests on Keras' JAX backend,
@@ -60,8 +59,7 @@ JAX_TESTS ?= tests/test_pointer_estimator.py tests/test_pointer_network.py \
 	tests/test_pointer_cost.py
 
 test-jax: $(STAMP)
-	KERAS_BACKEND=jax $(PYTEST) --durations=15 $(JAX_TESTS)
-	KERAS_BACKEND=jax $(PYTEST) --durations=5 $(DEVICE_TESTS)
+	KERAS_BACKEND=jax $(PYTEST) --durations=15 $(DEVICE_TESTS) $(JAX_TESTS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -13,9 +13,6 @@ import sys
 
 import numpy as np
 
-#: Splits the CPU into two virtual devices on JAX (see conftest.py).
-DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count=2"
-
 POINTER_SETTINGS = dict(
     hidden_size=16,
     epochs=3,
@@ -58,13 +55,10 @@ def assert_same_weights(a, b, atol):
 
 
 def one_device_environment(**changes):
-    """The environment of a child process with one device of its own: this one's
-    without the flag that splits the CPU in two (the suite's other XLA flags stay) and
+    """The environment of a child process with one device of its own (the root
+    conftest.py keeps the flag that splits the CPU out of the environment): this one's
     without pytest-xdist's worker id, updated with ``changes``."""
     env = {key: value for key, value in os.environ.items() if key != "PYTEST_XDIST_WORKER"}
-    flags = env.pop("XLA_FLAGS", "").replace(DEVICE_COUNT_FLAG, "").strip()
-    if flags:
-        env["XLA_FLAGS"] = flags
     return {**env, **changes}
 
 
