@@ -9,7 +9,6 @@ import sys
 import keras
 import numpy as np
 import pytest
-from _marks import process_fixture
 from _two_processes import (
     POINTER_SETTINGS,
     TRANSDUCER_SETTINGS,
@@ -45,38 +44,6 @@ def _strategy():
     return SeparateKeys(["/cpu:0", "/cpu:1"])
 
 
-@process_fixture
-def pointers():
-    """Pointer networks fitted alike on one device, on both (``devices="all"``) and
-    with the user's own strategy over both."""
-    X, y = _ragged_points(192, seed=0)
-    return {
-        "data": (X, y),
-        "one": PointerNetworkOrderer(**POINTER_SETTINGS).fit(X, y),
-        "two": PointerNetworkOrderer(devices="all", **POINTER_SETTINGS).fit(X, y),
-        "given": PointerNetworkOrderer(devices=_strategy(), **POINTER_SETTINGS).fit(X, y),
-    }
-
-
-@process_fixture
-def transducers():
-    """Transducers fitted alike on one device and on both: sequences of mixed lengths
-    (the replicas hold different numbers of tokens), gate noise from the first epoch,
-    clipped gradients and two initialisations."""
-    X, y = _strings(128, seed=0)
-    settings = {**TRANSDUCER_SETTINGS, "epochs": 4}
-    return {
-        "data": (X, y),
-        "one": NeuralStackTransducer(**settings).fit(X, y),
-        "two": NeuralStackTransducer(devices="all", **settings).fit(X, y),
-    }
-
-
-def _copy(est):
-    """A fitted copy to change, leaving the shared one as it was."""
-    return pickle.loads(pickle.dumps(est))
-
-
 def test_all_devices_is_the_backends_data_parallel_machinery():
     placement = PointerNetworkOrderer(devices="all")._placement()
     assert placement.n_replicas == 2
@@ -87,8 +54,11 @@ def test_all_devices_is_the_backends_data_parallel_machinery():
     assert PointerNetworkOrderer()._placement().n_replicas == 1
 
 
-def test_pointer_network_on_two_devices_matches_one_device(pointers):
-    (X, y), one, two = pointers["data"], pointers["one"], pointers["two"]
+def test_pointer_network_on_two_devices_matches_one_device():
+    X, y = _ragged_points(192, seed=0)
+    settings = POINTER_SETTINGS
+    one = PointerNetworkOrderer(**settings).fit(X, y)
+    two = PointerNetworkOrderer(devices="all", **settings).fit(X, y)
     for key in ("loss", "val_loss"):
         np.testing.assert_allclose(two.history_[key], one.history_[key], rtol=1e-4)
     assert_same_weights(two.network_.get_weights(), one.network_.get_weights(), atol=1e-4)
@@ -97,12 +67,18 @@ def test_pointer_network_on_two_devices_matches_one_device(pointers):
     np.testing.assert_allclose(two.predict_proba(X_test), one.predict_proba(X_test), atol=1e-5)
     assert two.score(X_test, y_test) == one.score(X_test, y_test)
     # Beam search over two devices: test_several_processes.py.
-    one, two = (_copy(est).set_params(warm_start=True, epochs=1).fit(X, y) for est in (one, two))
+    for est in (one, two):
+        est.set_params(warm_start=True, epochs=1).fit(X, y)
     assert_same_weights(two.network_.get_weights(), one.network_.get_weights(), atol=1e-4)
 
 
-def test_transducer_on_two_devices_matches_one_device(transducers):
-    one, two = transducers["one"], transducers["two"]
+def test_transducer_on_two_devices_matches_one_device():
+    # Sequences of mixed lengths (the replicas hold different numbers of tokens), gate
+    # noise from the first epoch, clipped gradients and two initialisations.
+    X, y = _strings(128, seed=0)
+    settings = {**TRANSDUCER_SETTINGS, "epochs": 4}
+    one = NeuralStackTransducer(**settings).fit(X, y)
+    two = NeuralStackTransducer(devices="all", **settings).fit(X, y)
     np.testing.assert_allclose(two.history_["loss"], one.history_["loss"], rtol=1e-4)
     assert_same_weights(two.network_.get_weights(), one.network_.get_weights(), atol=1e-4)
     X_test, _ = _strings(21, seed=1)
@@ -111,26 +87,30 @@ def test_transducer_on_two_devices_matches_one_device(transducers):
         np.testing.assert_allclose(a["strengths"], b["strengths"], atol=1e-5)
 
 
-def test_a_strategy_given_by_the_user_is_used_and_shared_by_clones(pointers):
+def test_a_strategy_given_by_the_user_is_used_and_shared_by_clones():
     strategy = _strategy()
-    copy = clone(PointerNetworkOrderer(devices=strategy))
-    assert copy.devices is strategy
-    assert copy._placement().strategy is strategy
-    (X, _), given = pointers["data"], pointers["given"]
+    X, y = _ragged_points(64, seed=2)
+    est = PointerNetworkOrderer(hidden_size=8, epochs=1, batch_size=16, random_state=0)
+    given = clone(est.set_params(devices=strategy))
     assert given.devices is strategy
-    np.testing.assert_array_equal(given.predict(X), pointers["two"].predict(X))
+    assert given._placement().strategy is strategy
+    given.fit(X, y)
+    every = clone(est).set_params(devices="all").fit(X, y)
+    np.testing.assert_array_equal(given.predict(X), every.predict(X))
     restored = pickle.loads(pickle.dumps(given))
     assert restored.devices is None  # a strategy belongs to its process
     np.testing.assert_array_equal(restored.predict(X), given.predict(X))
 
 
-def test_batches_that_do_not_split_evenly_fail_before_training(pointers):
-    (X, y), est = pointers["data"], _copy(pointers["two"])
-    weights, n_iter = est.network_.get_weights(), est.n_iter_
+def test_batches_that_do_not_split_evenly_fail_before_training():
+    X, y = _ragged_points(64, seed=3)
+    est = PointerNetworkOrderer(hidden_size=8, epochs=1, batch_size=16, devices="all")
+    est.fit(X, y)
+    weights = est.network_.get_weights()
     with pytest.raises(ValueError, match=r"hold 15 samples .* multiple of 2"):
         est.set_params(batch_size=15, warm_start=True).fit(X, y)
     assert_same_weights(est.network_.get_weights(), weights, atol=0)
-    assert est.n_iter_ == n_iter
+    assert est.n_iter_ == 1
 
 
 def test_unusable_devices_fail_with_a_clear_error():
@@ -263,11 +243,22 @@ json.dump(
 
 
 @pytest.mark.skipif(BACKEND != "tensorflow", reason="backend-independent; runs once")
-def test_models_fitted_on_two_devices_load_in_a_one_device_process(
-    pointers, transducers, tmp_path
-):
-    (X, _), orderer = pointers["data"], pointers["given"]
-    (strings, _), transducer = transducers["data"], transducers["two"]
+def test_models_fitted_on_two_devices_load_in_a_one_device_process(tmp_path):
+    X, y = _ragged_points(64, seed=6)
+    orderer = PointerNetworkOrderer(
+        hidden_size=8, epochs=2, batch_size=16, random_state=0, devices=_strategy()
+    ).fit(X, y)
+    strings, reversed_strings = _strings(64, seed=6)
+    transducer = NeuralStackTransducer(
+        hidden_size=8,
+        embedding_dim=4,
+        memory_width=4,
+        epochs=2,
+        batch_size=16,
+        n_init=1,
+        random_state=0,
+        devices="all",
+    ).fit(strings, reversed_strings)
     orderer.save(tmp_path / "orderer.skptr")
     transducer.save(tmp_path / "transducer.skptr")
     assert load(tmp_path / "orderer.skptr").devices is None
