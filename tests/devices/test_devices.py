@@ -1,4 +1,4 @@
-"""Data-parallel fits and inference over two virtual CPU devices (see conftest.py)."""
+"""Data-parallel fits and inference over two virtual CPU devices (see tests/conftest.py)."""
 
 import functools
 import json

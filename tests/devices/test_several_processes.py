@@ -1,5 +1,5 @@
 """A fit over two processes of a multi-process JAX runtime (one CPU device each),
-against the same fit over two devices of one process (see conftest.py)."""
+against the same fit over two devices of one process (see tests/conftest.py)."""
 
 import json
 import socket
