@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 #: Rollouts sampled per instance when the targets are not cycles.
-SAMPLED_ROLLOUTS = 16
+SAMPLED_ROLLOUTS = 8
 
 #: The uniform noise behind the Gumbel noise stays this far from 0 and 1, so that the
 #: noise is finite and a masked position (logit -1e9) is never sampled.
