@@ -57,8 +57,8 @@ est = PointerNetworkOrderer(
     attention="general",
     logit_clip=10,  # bounded logits keep the sampled orders exploring
     cost=total_weighted_tardiness,
-    epochs=6,
-    batch_size=64,
+    epochs=12,
+    batch_size=128,
     random_state=0,
 )
 est.fit(X_train)
