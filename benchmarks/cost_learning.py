@@ -215,10 +215,10 @@ def _decodings(est, task, config):
         "greedy": dict(cost=None, decode="greedy"),
         "greedy from every start": dict(cost=task["cost"], decode="greedy"),
     }
-    width = config["beam_width"]
-    decodings[f"cheapest of beam {width}"] = dict(
-        cost=task["cost"], decode="beam", beam_width=width
-    )
+    for width in config["beam_widths"]:
+        decodings[f"cheapest of beam {width}"] = dict(
+            cost=task["cost"], decode="beam", beam_width=width
+        )
     if task["points"]:  # mirror images: beam search of width 1 is greedy decoding
         for width in config["image_beam_widths"]:
             name = "greedy" if width == 1 else f"beam {width}"
@@ -267,7 +267,7 @@ def cost_learning(config, log):
     config : dict
         ``tasks`` (``tsp20``, ``tsp50``, ``smtwt20``), ``seconds``, ``params`` (hyperparameters,
         the user guide's recommendation) and ``n_pool`` (training instances drawn per
-        run: one epoch), each a dict by task; ``seeds``, ``n_test``, ``beam_width``,
+        run: one epoch), each a dict by task; ``seeds``, ``n_test``, ``beam_widths``,
         ``image_beam_widths`` (beam widths decoded with the 8 mirror images of points
         in the plane; 1 is greedy) and ``host_cost_seconds`` (0 skips the comparison of
         in-graph and NumPy tour costs).
