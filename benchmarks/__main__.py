@@ -101,9 +101,8 @@ COST_LEARNING = {
     "seeds": [0, 1, 2],
     "seconds": {"tsp20": 1200, "tsp50": 3600, "smtwt20": 600},
     # Epochs of 10,000 instances: the step size falls tenfold or a little more over the
-    # epochs that fit the budget on a 2-core CPU (about 30 for TSP-20, 16 for the
-    # schedules; TSP-50 takes TSP-20's decay until its own epochs per budget are
-    # measured).
+    # epochs that fit each budget on a 2-core CPU (TSP-50's hour fits about as many
+    # epochs as TSP-20's 20 minutes, so they share a decay).
     "params": {
         task: {**RECOMMENDED_COST_PARAMS, "learning_rate_decay": decay}
         for task, decay in (("tsp20", 0.92), ("tsp50", 0.92), ("smtwt20", 0.84))
