@@ -104,9 +104,8 @@ COST_LEARNING = {
     # epochs that fit each budget on a 2-core CPU (TSP-50's hour fits about as many
     # epochs as TSP-20's 20 minutes, so they share a decay).
     "params": {
-        "tsp20": {**RECOMMENDED_COST_PARAMS, "learning_rate_decay": 0.92},
-        "tsp50": {**RECOMMENDED_COST_PARAMS, "learning_rate_decay": 0.92},
-        "smtwt20": {**RECOMMENDED_COST_PARAMS, "hidden_size": 96, "learning_rate_decay": 0.84},
+        task: {**RECOMMENDED_COST_PARAMS, "learning_rate_decay": decay}
+        for task, decay in (("tsp20", 0.92), ("tsp50", 0.92), ("smtwt20", 0.84))
     },
     "n_pool": {"tsp20": 10_000, "tsp50": 10_000, "smtwt20": 10_000},
     "n_test": 1000,
