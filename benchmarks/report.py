@@ -694,7 +694,12 @@ def _cost_learning_context(section, side_by_side=None, side_by_side_finished=Non
         ],
         "rows": rows,
         "host": host,
-        "rl4co": outside[0]["versions"] if outside else None,
+        "rl4co": {  # runs of different days may have had different versions
+            package: " or ".join(sorted({r["versions"][package] for r in outside}))
+            for package in ("rl4co", "torch")
+        }
+        if outside
+        else None,
         "rl4co_batch_size": outside[0]["batch_size"] if outside else None,
     }
 
