@@ -109,7 +109,7 @@ COST_LEARNING = {
     },
     "n_pool": {"tsp20": 10_000, "tsp50": 10_000, "smtwt20": 10_000},
     "n_test": 1000,
-    "beam_widths": [16, 64, 128],
+    "beam_widths": [16, 64, 128, 256],
     "image_beam_widths": [1, 4, 16],
     "host_cost_seconds": 60,
 }
