@@ -99,7 +99,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         returns the cheapest.
     beam_width : int, default=5
         Hypotheses kept per sample when ``decode="beam"``; 3 is usually enough, and
-        with a ``cost`` wider beams (16 to 128) give cheaper orderings.
+        with a ``cost`` wider beams (16 to 256) give cheaper orderings.
     symmetries : {1, 8}, default=1
         For samples of points in the plane (2 features) whose cost depends only on the
         distances between them, such as tours: 8 decodes each sample as its eight
