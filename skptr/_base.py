@@ -269,8 +269,9 @@ class SequenceEstimatorBase(BaseEstimator):
         return False
 
     def _training_model(self, network, data, seed):
-        """The model that ``fit`` trains on ``data``: the network itself by default."""
-        return network
+        """The model that ``fit`` trains on ``data`` (the network itself by default)
+        and the callbacks that training needs for it."""
+        return network, ()
 
     # ------------------------------------------------------------ parameters
     def _validate_params(self):
@@ -354,8 +355,10 @@ class SequenceEstimatorBase(BaseEstimator):
             _training.check_fit(view, data, (network_seed, *training_seeds))
             network, history = view._new_network(network_seed), {}
         epochs_done = len(history.get("loss", []))
-        model = view._training_model(network, data, network_seed)
-        logs = _training.train(view, model, data, training_seeds, epochs_done=epochs_done)
+        model, callbacks = view._training_model(network, data, network_seed)
+        logs = _training.train(
+            view, model, data, training_seeds, epochs_done=epochs_done, callbacks=callbacks
+        )
         history = {key: list(values) for key, values in history.items()}
         for key, values in logs.items():
             history.setdefault(key, []).extend(values)

@@ -208,24 +208,34 @@ class PointerCodec:
             return orderings
         return canonical_indices(orderings, lengths, self.cycle)[0]
 
-    def decode(self, outputs, n_samples):
+    def decode(self, orderings, distributions, n_samples):
         """Orderings and pointer distributions from the decoder's outputs.
 
         Cycles are turned to the index convention of :meth:`canonical`, and the
         distributions of their steps move with them.
 
+        Parameters
+        ----------
+        orderings : ndarray of shape (n_rows, T)
+            Decoded orderings, -1 after each end; rows past ``n_samples`` are padding.
+        distributions : ndarray of shape (n_rows, T, T + 1) or None
+            The pointer distributions along them, if computed.
+        n_samples : int
+
         Returns
         -------
         orderings : ndarray of shape (n_samples, n_outputs)
             -1 after each sample's end; ``n_outputs`` is the longest ordering.
-        distributions : ndarray of shape (n_samples, n_outputs, max_length + 1)
+        distributions : ndarray of shape (n_samples, n_outputs, max_length + 1) or None
         """
-        orderings = np.asarray(outputs["orderings"][:n_samples], dtype=np.int64)
+        orderings = np.asarray(orderings[:n_samples], dtype=np.int64)
         n_outputs = max(int((orderings >= 0).sum(axis=1).max()), 1)
         orderings = orderings[:, :n_outputs]
-        distributions = np.asarray(outputs["distributions"][:n_samples, :n_outputs])
+        if distributions is not None:
+            distributions = np.asarray(distributions[:n_samples, :n_outputs])
         if self.cycle is not None:
             lengths = (orderings >= 0).sum(axis=1)
             orderings, source = canonical_indices(orderings, lengths, self.cycle)
-            distributions = np.take_along_axis(distributions, source[..., None], axis=1)
+            if distributions is not None:
+                distributions = np.take_along_axis(distributions, source[..., None], axis=1)
         return orderings, distributions

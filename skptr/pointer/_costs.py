@@ -3,6 +3,8 @@ function, on the user's own samples, with its answers checked."""
 
 from __future__ import annotations
 
+import decimal
+import numbers
 import threading
 
 import keras
@@ -11,6 +13,7 @@ import numpy as np
 from ..costs import BUILT_IN_COSTS
 
 __all__ = [
+    "MAX_COST_MAGNITUDE",
     "CostErrors",
     "call_cost",
     "check_cost_applies",
@@ -18,6 +21,14 @@ __all__ = [
     "cost_name",
     "samples_at",
 ]
+
+
+#: The largest magnitude of a cost. Training computes with the costs in float32, whose
+#: largest finite value is about 3.4e38: sums of many costs, and the gradients scaled
+#: by them, overflow to inf and then nan well before a single cost does. Larger costs
+#: are refused, asking for the cost to be rescaled (a constant factor changes nothing
+#: that is learned).
+MAX_COST_MAGNITUDE = 1e30
 
 
 def cost_function(cost):
@@ -72,7 +83,9 @@ def call_cost(cost, samples, orderings, sample_ids):
     Raises
     ------
     ValueError
-        If the cost raises, or does not return one finite number per sample.
+        If the cost raises, or does not return one finite real number per sample
+        (complex numbers, booleans and strings are refused, not converted), or returns
+        a number whose magnitude exceeds :data:`MAX_COST_MAGNITUDE`.
     """
     name = cost_name(cost)
     try:
@@ -82,26 +95,81 @@ def call_cost(cost, samples, orderings, sample_ids):
             f"The cost {name} raised {type(error).__name__} on the samples starting at "
             f"X[{int(sample_ids[0])}]: {error}"
         ) from error
-    try:
-        values = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError) as error:
-        raise ValueError(
-            f"The cost {name} must return an array of numbers, one per sample; it "
-            f"returned {type(values).__name__}."
-        ) from error
-    if values.shape != (len(orderings),):
-        raise ValueError(
-            f"The cost {name} must return an array of shape ({len(orderings)},), one "
-            f"number per sample; it returned shape {values.shape}."
-        )
+    values = _real_values(values, name, orderings, sample_ids)
     bad = np.flatnonzero(~np.isfinite(values))
     if bad.size:
         i = int(bad[0])
         raise ValueError(
             f"The cost {name} returned {values[i]} for X[{int(sample_ids[i])}] with ordering "
-            f"{orderings[i][orderings[i] >= 0].tolist()}; costs must be finite numbers."
+            f"{_ordering(orderings, i)}; costs must be finite numbers."
+        )
+    bad = np.flatnonzero(np.abs(values) > MAX_COST_MAGNITUDE)
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(
+            f"The cost {name} returned {values[i]:.3g} for X[{int(sample_ids[i])}] with "
+            f"ordering {_ordering(orderings, i)}; training computes with costs in float32, "
+            f"so their magnitude must not exceed {MAX_COST_MAGNITUDE:.0e}: rescale the cost "
+            "(divide it by a constant or change its units; that changes nothing learned)."
         )
     return values
+
+
+def _ordering(orderings, i):
+    return orderings[i][orderings[i] >= 0].tolist()
+
+
+def _real_values(values, name, orderings, sample_ids):
+    """The values a cost returned as float64, one per sample; anything but real numbers
+    (complex numbers, booleans, strings, other objects) is refused, not converted."""
+    try:
+        array = np.asarray(values)
+    except (TypeError, ValueError) as error:  # ragged nested lists
+        raise ValueError(
+            f"The cost {name} must return an array of numbers, one per sample; it "
+            f"returned {type(values).__name__}."
+        ) from error
+    if array.shape != (len(orderings),):
+        raise ValueError(
+            f"The cost {name} must return an array of shape ({len(orderings)},), one "
+            f"number per sample; it returned shape {array.shape}."
+        )
+    kind = array.dtype.kind
+    if kind == "O":
+        for i, item in enumerate(array.tolist()):
+            problem = _not_a_real_number(item)
+            if problem:
+                raise ValueError(
+                    f"The cost {name} returned {problem} for X[{int(sample_ids[i])}]; "
+                    f"{_REAL_NUMBERS}"
+                )
+    elif kind not in "iuf":
+        problem = _NOT_REAL_KINDS.get(kind, f"values of dtype {array.dtype}")
+        raise ValueError(f"The cost {name} returned {problem}; {_REAL_NUMBERS}")
+    return array.astype(np.float64)
+
+
+_REAL_NUMBERS = (
+    "a cost must return one real number per sample (int or float); convert explicitly, "
+    "e.g. np.abs(...) or .real for complex numbers, .astype(float) for booleans."
+)
+_NOT_REAL_KINDS = {
+    "b": "booleans",
+    "c": "complex numbers",
+    "U": "strings",
+    "S": "bytes",
+}
+
+
+def _not_a_real_number(item):
+    """What ``item`` is, if it is not a real number; else ``None``."""
+    if isinstance(item, bool | np.bool_):
+        return f"the boolean {item!r}"
+    if isinstance(item, numbers.Real | decimal.Decimal):
+        return None
+    if isinstance(item, numbers.Complex):
+        return f"the complex number {item!r}"
+    return f"{item!r}, a {type(item).__name__}, not a number"
 
 
 class CostErrors(keras.callbacks.Callback):

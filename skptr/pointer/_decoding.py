@@ -1,446 +1,302 @@
-"""Batched greedy and beam-search decoding of a :class:`PointerNetwork`.
+"""Decoding a :class:`PointerNetwork`: candidate orderings, compiled, batched.
 
-The decoders loop over output steps with a scan (:func:`skptr._backend.scan`) inside a
-Keras model, so ``model.predict`` runs them as one compiled graph per batch; there is no
-Python loop over samples or steps at run time. At every step, padding positions and
+Every decoding runs as *lanes* beside each other: a sample's encodings are computed once
+and shared by all its lanes, and each lane carries its own decoder state and the
+positions it has chosen. A lane chooses the most probable allowed position at every
+step (greedy), unless its first position is given (``starts``: multistart decoding) or
+Gumbel noise is added to its logits (sampling, by the Gumbel-max trick). Beam search
+keeps ``width`` lanes per sample and refills them at every step with the most likely
+continuations of all of them.
+
+The loops over output steps run with a scan (:func:`skptr._backend.scan`) inside a Keras
+model, so ``predict`` runs them as one compiled graph per batch. Padding positions and
 positions already chosen get exactly zero probability, so every decoded ordering is
-valid.
-
-Each step costs work proportional to the input length ``T`` (the attention over the
-input, the mask of chosen positions): a step's outputs are stacked by the scan instead
-of written into full-size buffers, and beam search records one back-pointer per beam
-and step and follows them from the best final beam once, at the end, instead of
-reordering the beams' whole histories at every step. Decoding a sequence thus costs
-``O(T**2)``, the cost of its attention.
+valid. Only orderings and their log-likelihoods leave the loop: a lane holds ``O(T)``
+numbers per step for ``T`` positions, never the pointer distributions of its steps,
+which :class:`PointerScorer` recomputes for the kept ordering when they are asked for.
 """
 
 from __future__ import annotations
 
 import keras
-import numpy as np
 from keras import ops
 
-from .._backend import NetworkWrapper, quiet_retracing, scan
-from .._batches import take
-from . import _sizes
-from ._codec import PointerCodec
-from ._costs import call_cost, check_cost_applies, samples_at
+from .._backend import NetworkWrapper, scan
 from ._layers import NEGATIVE_LOGIT
-from ._symmetries import check_symmetries, mirror_images
 
 __all__ = [
     "PointerDecoder",
-    "beam_decode",
-    "decode_encoded",
-    "decode_sequences",
-    "greedy_decode",
-    "repeat_encoded",
+    "PointerScorer",
+    "beam_search",
+    "decode_lanes",
+    "static_or_dynamic",
+    "teacher_targets",
 ]
 
 
-def _static_or_dynamic(tensor, axis):
+def static_or_dynamic(tensor, axis):
+    """The size of ``tensor`` along ``axis``: static where known, else a tensor."""
     size = tensor.shape[axis]
     return ops.shape(tensor)[axis] if size is None else size
 
 
 def _advance(chosen, finished, choice, lengths, n_steps):
-    """Record ``choice`` for the rows still running.
+    """Record ``choice`` (n, C) for the lanes still running.
 
-    Returns the updated chosen-position mask, the emitted index (-1 for the end of
-    output and for rows that had already finished), the updated finished flags, and
-    which rows were running before this step.
+    Returns the updated chosen-position mask (n, C, P), the emitted index (-1 for the
+    end of output and for lanes that had already finished), the updated finished flags,
+    and which lanes were running before this step.
     """
     running = ops.logical_not(finished)
-    n_pointers = n_steps + 1
-    picked = ops.logical_and(ops.one_hot(choice, n_pointers) > 0.5, running[:, None])
+    picked = ops.logical_and(ops.one_hot(choice, n_steps + 1) > 0.5, running[..., None])
     chosen = ops.logical_or(chosen, picked)
     emitted = ops.where(
         ops.logical_and(running, choice != n_steps), choice, ops.full_like(choice, -1)
     )
-    count = ops.sum(ops.cast(chosen[:, :n_steps], "int32"), axis=-1)
-    ended = ops.logical_or(choice == n_steps, count >= lengths)
+    count = ops.sum(ops.cast(chosen[..., :n_steps], "int32"), axis=-1)
+    ended = ops.logical_or(choice == n_steps, count >= lengths[:, None])
     return chosen, emitted, ops.logical_or(finished, ended), running
 
 
-def _follow_back_pointers(sources, last):
-    """The beam rows that a hypothesis occupied at each step, from its final row.
-
-    Parameters
-    ----------
-    sources : int32 tensor of shape (S, R)
-        ``sources[t, r]``: the row at step ``t - 1`` whose hypothesis the row ``r``
-        continues at step ``t``.
-    last : int32 tensor of shape (m,)
-        Rows of the hypotheses at the last step.
-
-    Returns
-    -------
-    int32 tensor of shape (S, m)
-        The row of each hypothesis at each step.
-    """
-
-    def step(rows, step_sources):
-        return ops.take(step_sources, rows, axis=0), rows
-
-    _, rows = scan(step, last, ops.flip(sources, axis=0))
-    return ops.flip(rows, axis=0)
+def _lane_log_probs(network, keys, prepared, valid, states, previous, chosen):
+    """One decoder step of every lane: the log-probabilities (n, C, P) of the next
+    position and the new decoder states (lanes flattened to rows)."""
+    n_lanes = static_or_dynamic(previous, 1)
+    inputs = network.decoder_inputs(keys, previous)
+    output, states = network.decoder_step(ops.reshape(inputs, (-1, inputs.shape[-1])), states)
+    output = ops.reshape(output, (-1, n_lanes, output.shape[-1]))
+    allowed = ops.logical_and(valid[:, None, :], ops.logical_not(chosen))
+    logits = network.pointer_logits(output, keys, prepared, allowed)
+    return logits, ops.log_softmax(logits, axis=-1), states
 
 
-def greedy_decode(network, values, lengths, *, noise=None, starts=None):
-    """Choose the most probable allowed position at every step.
+def _lane_states(states, n_lanes):
+    """Each sample's initial decoder states repeated for its lanes."""
+    return [[ops.repeat(s, n_lanes, axis=0) for s in layer] for layer in states]
+
+
+def decode_lanes(network, encoded, lengths, n_lanes, *, starts=None, noise=None):
+    """Greedy decoding in ``n_lanes`` lanes per sample.
 
     Parameters
     ----------
     network : PointerNetwork
         A built pointer network.
-    values : tensor of shape (n, T, F)
-        Padded input sequences.
+    encoded : tuple
+        :meth:`PointerNetwork.encode` of ``n`` samples.
     lengths : tensor of shape (n,)
-        Their lengths.
-    noise : tensor of shape (T, n, T + 1), optional
+        The samples' lengths.
+    n_lanes : int
+        Lanes per sample.
+    starts : int tensor of shape (n, n_lanes), optional
+        The position each lane chooses first, within its sample's length, or -1 where
+        the lane chooses it as it chooses the others.
+    noise : tensor of shape (T, n, n_lanes, T + 1), optional
         Standard Gumbel noise added to each step's logits before the choice, which
-        turns the most probable choice into a sample of the pointer distribution (the
-        Gumbel-max trick).
-    starts : int32 tensor of shape (n,), optional
-        The position chosen first, instead of the model's choice (starts within each
-        sample's length).
+        turns the most probable choice into a sample of the pointer distribution.
 
     Returns
     -------
-    orderings : int32 tensor of shape (n, T)
+    orderings : int32 tensor of shape (n, n_lanes, T)
         Chosen positions, -1 after the end of output.
-    distributions : tensor of shape (n, T, T + 1)
-        The pointer distribution at each step (zeros after the end); the last column
-        is the probability of ending the output.
-    log_likelihood : tensor of shape (n,)
-        Log-probability of the decoded ordering, end of output included.
+    log_likelihood : tensor of shape (n, n_lanes)
+        Log-probability of each lane's ordering, end of output included.
     """
-    encoded = network.encode(values, lengths, training=False)
-    return decode_encoded(network, encoded, lengths, noise=noise, starts=starts)
-
-
-def every_start_decode(network, values, lengths):
-    """Greedy decoding from every start position: row ``i * T + k`` of the outputs
-    (as for :func:`greedy_decode`) starts at position ``k`` of sample ``i`` (at 0 when
-    ``k`` is past the sample's end)."""
-    encoded = network.encode(values, lengths, training=False)
-    n_positions = _static_or_dynamic(encoded[0], 1) - 1
-    lengths = ops.repeat(ops.cast(lengths, "int32"), n_positions, axis=0)
-    starts = ops.tile(ops.arange(n_positions, dtype="int32"), (ops.shape(encoded[0])[0],))
-    encoded = repeat_encoded(encoded, n_positions)
-    return decode_encoded(network, encoded, lengths, starts=ops.where(starts < lengths, starts, 0))
-
-
-def repeat_encoded(encoded, repeats):
-    """:meth:`PointerNetwork.encode` outputs with each sample's row repeated ``repeats``
-    times in a row, for several decodings of each sample."""
-    keys, valid, states = encoded
-
-    def repeat(tensor):
-        return ops.repeat(tensor, repeats, axis=0)
-
-    return repeat(keys), repeat(valid), [[repeat(s) for s in layer] for layer in states]
-
-
-def decode_encoded(network, encoded, lengths, *, noise=None, starts=None):
-    """:func:`greedy_decode` of inputs already encoded (``network.encode``)."""
     keys, valid, states = encoded
     prepared = network.prepare_keys(keys)
     n_samples = ops.shape(keys)[0]
-    n_pointers = _static_or_dynamic(keys, 1)
+    n_pointers = static_or_dynamic(keys, 1)
     n_steps = n_pointers - 1
     lengths = ops.cast(lengths, "int32")
 
     def step(carry, current):
         states, previous, chosen, finished, log_likelihood = carry
-        output, states = network.decoder_step(network.decoder_inputs(keys, previous), states)
-        allowed = ops.logical_and(valid, ops.logical_not(chosen))
-        logits = network.pointer_logits(output, keys, prepared, allowed)
-        log_probs = ops.log_softmax(logits, axis=-1)
+        logits, log_probs, states = _lane_log_probs(
+            network, keys, prepared, valid, states, previous, chosen
+        )
         scores = logits if noise is None else logits + current[1]
         choice = ops.cast(ops.argmax(scores, axis=-1), "int32")
         if starts is not None:
-            choice = ops.where(current[0] == 0, ops.cast(starts, "int32"), choice)
+            given = ops.logical_and(current[0] == 0, starts >= 0)
+            choice = ops.where(given, starts, choice)
         chosen, emitted, finished, running = _advance(chosen, finished, choice, lengths, n_steps)
-        picked = ops.take_along_axis(log_probs, choice[:, None], axis=-1)[:, 0]
+        picked = ops.take_along_axis(log_probs, choice[..., None], axis=-1)[..., 0]
         log_likelihood = log_likelihood + ops.where(running, picked, 0.0)
-        probabilities = ops.where(running[:, None], ops.exp(log_probs), 0.0)
-        return (states, choice, chosen, finished, log_likelihood), (emitted, probabilities)
+        return (states, choice, chosen, finished, log_likelihood), emitted
 
     carry = (
-        states,
-        ops.full((n_samples,), -1, dtype="int32"),
-        ops.zeros((n_samples, n_pointers), dtype="bool"),
-        ops.zeros((n_samples,), dtype="bool"),
-        ops.zeros((n_samples,), dtype="float32"),
+        _lane_states(states, n_lanes),
+        ops.full((n_samples, n_lanes), -1, dtype="int32"),
+        ops.zeros((n_samples, n_lanes, n_pointers), dtype="bool"),
+        ops.zeros((n_samples, n_lanes), dtype="bool"),
+        ops.zeros((n_samples, n_lanes), dtype="float32"),
     )
+    if starts is not None:
+        starts = ops.cast(starts, "int32")
     per_step = ops.arange(n_steps, dtype="int32")
     per_step = (per_step,) if noise is None else (per_step, ops.cast(noise, "float32"))
-    carry, (orderings, distributions) = scan(step, carry, per_step)
-    return ops.transpose(orderings), ops.transpose(distributions, (1, 0, 2)), carry[4]
+    carry, emitted = scan(step, carry, per_step)
+    return ops.transpose(emitted, (1, 2, 0)), carry[4]
 
 
-def beam_decode(network, values, lengths, beam_width, all_beams=False):
-    """Beam search over orderings, keeping ``beam_width`` partial orderings per sample.
+def beam_search(network, encoded, lengths, width):
+    """Beam search over orderings, keeping ``width`` partial orderings per sample.
 
-    A beam that has ended (end of output, or all positions used) is carried unchanged
-    with log-probability 0 per further step, so beams of different lengths compete on
-    their full log-likelihood. The returned ordering is the most likely one of the
-    final beam; with ``beam_width=1`` this is exactly greedy decoding.
+    A hypothesis that has ended (end of output, or all positions used) is carried
+    unchanged with log-probability 0 per further step, so hypotheses of different
+    lengths compete on their full log-likelihood. With ``width=1`` this is greedy
+    decoding.
 
     Parameters
     ----------
-    network : PointerNetwork
-        A built pointer network.
-    values : tensor of shape (n, T, F)
-        Padded input sequences.
-    lengths : tensor of shape (n,)
-        Their lengths.
-    beam_width : int
-        Number of hypotheses kept per sample.
-    all_beams : bool, default=False
-        Return every hypothesis of the final beam (``beam_width`` rows per sample, best
-        first; hypotheses impossible for a short sample have a log-likelihood near
-        ``NEGATIVE_LOGIT``), not only the best.
+    network, encoded, lengths
+        As for :func:`decode_lanes`.
+    width : int
+        Hypotheses kept per sample.
 
     Returns
     -------
-    orderings, distributions, log_likelihood
-        As for :func:`greedy_decode`, for the best hypothesis of the final beam.
+    orderings : int32 tensor of shape (n, width, T)
+        Every hypothesis of the final beam, most likely first.
+    log_likelihood : tensor of shape (n, width)
+        Their log-likelihoods; a hypothesis impossible for a short sample (fewer
+        orderings than ``width``) has one near ``NEGATIVE_LOGIT``.
     """
-    keys, valid, states = network.encode(values, lengths, training=False)
-    n_samples = ops.shape(keys)[0]
-    n_pointers = _static_or_dynamic(keys, 1)
-    n_steps = n_pointers - 1
-    width = beam_width
-    flat = n_samples * width
-
-    keys = ops.repeat(keys, width, axis=0)
-    valid = ops.repeat(valid, width, axis=0)
-    lengths = ops.repeat(ops.cast(lengths, "int32"), width, axis=0)
-    states = [[ops.repeat(s, width, axis=0) for s in layer] for layer in states]
+    keys, valid, states = encoded
     prepared = network.prepare_keys(keys)
-    only_end = ops.arange(n_pointers)[None, :] == n_steps
-    sample_offsets = ops.arange(n_samples, dtype="int32")[:, None] * width
+    n_samples = ops.shape(keys)[0]
+    n_pointers = static_or_dynamic(keys, 1)
+    n_steps = n_pointers - 1
+    lengths = ops.cast(lengths, "int32")
+    only_end = ops.arange(n_pointers) == n_steps
+    # Row of each sample's first lane when lanes are flattened to rows.
+    first_row = ops.arange(n_samples, dtype="int32")[:, None] * width
 
     def step(carry, _):
         states, previous, chosen, finished, scores = carry
-        output, states = network.decoder_step(network.decoder_inputs(keys, previous), states)
-        allowed = ops.logical_and(valid, ops.logical_not(chosen))
-        logits = network.pointer_logits(output, keys, prepared, allowed)
-        log_probs = ops.log_softmax(logits, axis=-1)
-        probabilities = ops.exp(log_probs)
-        continuation = ops.where(
-            finished[:, None],
-            ops.where(only_end, 0.0, NEGATIVE_LOGIT),
-            log_probs,
+        _, log_probs, states = _lane_log_probs(
+            network, keys, prepared, valid, states, previous, chosen
         )
-        candidates = ops.reshape(scores, (-1, 1)) + continuation
-        candidates = ops.reshape(candidates, (n_samples, width * n_pointers))
+        continuation = ops.where(
+            finished[..., None], ops.where(only_end, 0.0, NEGATIVE_LOGIT), log_probs
+        )
+        candidates = ops.reshape(scores[..., None] + continuation, (-1, width * n_pointers))
         scores, flat_choice = ops.top_k(candidates, k=width, sorted=True)
         flat_choice = ops.cast(flat_choice, "int32")
-        source = ops.reshape(sample_offsets + flat_choice // n_pointers, (-1,))
-        choice = ops.reshape(flat_choice % n_pointers, (-1,))
+        source = flat_choice // n_pointers
+        choice = flat_choice % n_pointers
+        rows = ops.reshape(first_row + source, (-1,))
 
         def gather(tensor):
-            return ops.take(tensor, source, axis=0)
+            flat = ops.reshape(tensor, (-1, *tensor.shape[2:]))
+            return ops.reshape(ops.take(flat, rows, axis=0), ops.shape(tensor))
 
-        states = [[gather(s) for s in layer] for layer in states]
-        chosen, emitted, finished, running = _advance(
+        states = [[ops.take(s, rows, axis=0) for s in layer] for layer in states]
+        chosen, emitted, finished, _ = _advance(
             gather(chosen), gather(finished), choice, lengths, n_steps
         )
-        probabilities = ops.where(running[:, None], gather(probabilities), 0.0)
-        carry = (states, choice, chosen, finished, scores)
-        return carry, (source, emitted, probabilities)
+        return (states, choice, chosen, finished, scores), (source, emitted)
 
-    first_beam_only = ops.where(ops.arange(width) == 0, 0.0, NEGATIVE_LOGIT)
+    first_lane_only = ops.where(ops.arange(width) == 0, 0.0, NEGATIVE_LOGIT)
     carry = (
-        states,
-        ops.full((flat,), -1, dtype="int32"),
-        ops.zeros((flat, n_pointers), dtype="bool"),
-        ops.zeros((flat,), dtype="bool"),
-        ops.tile(ops.cast(first_beam_only, "float32")[None, :], (n_samples, 1)),
+        _lane_states(states, width),
+        ops.full((n_samples, width), -1, dtype="int32"),
+        ops.zeros((n_samples, width, n_pointers), dtype="bool"),
+        ops.zeros((n_samples, width), dtype="bool"),
+        ops.tile(ops.cast(first_lane_only, "float32")[None, :], (n_samples, 1)),
     )
-    carry, (sources, emitted, distributions) = scan(
-        step, carry, ops.arange(n_steps, dtype="int32")
-    )
-    scores = carry[4]
-    # The final beams are sorted by score: the first of each sample's is its best.
-    if all_beams:
-        last, n_rows, scores = ops.arange(flat, dtype="int32"), flat, ops.reshape(scores, (-1,))
-    else:
-        last, n_rows, scores = (
-            ops.arange(n_samples, dtype="int32") * width,
-            n_samples,
-            scores[:, 0],
+    carry, (sources, emitted) = scan(step, carry, ops.arange(n_steps, dtype="int32"))
+
+    # Follow the back-pointers from the final lanes: at step t, lane r continues the
+    # hypothesis of lane sources[t, r] of step t - 1.
+    def back(lanes, current):
+        step_sources, step_emitted = current
+        return (
+            ops.take_along_axis(step_sources, lanes, axis=1),
+            ops.take_along_axis(step_emitted, lanes, axis=1),
         )
-    path = _follow_back_pointers(sources, last)
-    # Rows of the step-major outputs, row-major: (m, S) from (S, m) indices.
-    at = ops.transpose(path + ops.arange(n_steps, dtype="int32")[:, None] * flat)
-    at = ops.reshape(at, (-1,))
-    orderings = ops.reshape(ops.take(ops.reshape(emitted, (-1,)), at), (n_rows, n_steps))
-    distributions = ops.reshape(
-        ops.take(ops.reshape(distributions, (-1, n_pointers)), at, axis=0),
-        (n_rows, n_steps, n_pointers),
-    )
-    return orderings, distributions, scores
+
+    last = ops.tile(ops.arange(width, dtype="int32")[None, :], (n_samples, 1))
+    _, orderings = scan(back, last, (ops.flip(sources, axis=0), ops.flip(emitted, axis=0)))
+    return ops.transpose(ops.flip(orderings, axis=0), (1, 2, 0)), carry[4]
 
 
 @keras.saving.register_keras_serializable(package="skptr")
 class PointerDecoder(NetworkWrapper):
-    """Wrap a :class:`PointerNetwork` so ``predict`` decodes with a compiled loop.
+    """Wrap a :class:`PointerNetwork` so ``predict`` decodes candidates in a compiled
+    loop.
+
+    Its inputs are ``values`` (n, T, F) and ``lengths`` (n,); for ``"lanes"`` also
+    ``starts`` (n, lanes), and for sampled lanes ``noise`` (n, lanes, T, T + 1) (see
+    :func:`decode_lanes`). It returns ``orderings`` (n, candidates, T) and their
+    ``log_likelihood`` (n, candidates).
 
     Parameters
     ----------
     network : PointerNetwork
         The trained network (weights are shared, not copied).
-    method : {"greedy", "beam", "beams", "every_start"}
-        Decoding strategy: greedy, beam search (its best hypothesis, or with
-        ``"beams"`` every hypothesis of the final beam), or greedy from every start
-        (:func:`every_start_decode`).
-    beam_width : int
-        Beam width of beam search.
+    method : {"lanes", "beam"}
+        Lanes of greedy decoding (:func:`decode_lanes`), or beam search
+        (:func:`beam_search`) followed by the greedy ordering as its last candidate.
+    width : int
+        Lanes, or the width of the beam.
+    sampled : bool
+        Whether the lanes take Gumbel noise.
     """
 
-    def __init__(self, network, method="greedy", beam_width=5, **kwargs):
+    def __init__(self, network, method="lanes", width=1, sampled=False, **kwargs):
         super().__init__(network, **kwargs)
         self.method = method
-        self.beam_width = beam_width
+        self.width = int(width)
+        self.sampled = bool(sampled)
 
     def call(self, inputs):
         values, lengths = inputs["values"], inputs["lengths"]
-        if self.method in ("beam", "beams"):
-            all_beams = self.method == "beams"
-            result = beam_decode(self.network, values, lengths, self.beam_width, all_beams)
-        elif self.method == "every_start":
-            result = every_start_decode(self.network, values, lengths)
+        encoded = self.network.encode(values, lengths, training=False)
+        if self.method == "beam":
+            beam, beam_likelihood = beam_search(self.network, encoded, lengths, self.width)
+            greedy, greedy_likelihood = decode_lanes(self.network, encoded, lengths, 1)
+            orderings = ops.concatenate([beam, greedy], axis=1)
+            log_likelihood = ops.concatenate([beam_likelihood, greedy_likelihood], axis=1)
         else:
-            result = greedy_decode(self.network, values, lengths)
-        orderings, distributions, log_likelihood = result
-        return {
-            "orderings": orderings,
-            "distributions": distributions,
-            "log_likelihood": log_likelihood,
-        }
+            noise = None
+            if self.sampled:
+                noise = ops.transpose(inputs["noise"], (2, 0, 1, 3))
+            orderings, log_likelihood = decode_lanes(
+                self.network, encoded, lengths, self.width, starts=inputs["starts"], noise=noise
+            )
+        return {"orderings": orderings, "log_likelihood": log_likelihood}
 
 
-def _decoding(estimator, n_positions):
-    """The decoder's method for ``estimator`` and its candidates per sample (several
-    with a cost: the cheapest is kept)."""
-    beams = _sizes.beams(
-        estimator.decode, int(estimator.beam_width), n_positions, estimator.ordered_subsets_
-    )
-    if estimator.cost is None:
-        return estimator.decode, beams
-    if estimator.decode == "beam":
-        return "beams", beams
-    return "every_start", n_positions
+def teacher_targets(orderings, allow_end):
+    """Orderings (n, S) as teacher-forcing targets: with an end pointer, it follows
+    each ordering (index ``S``, one more step)."""
+    if not allow_end:
+        return orderings
+    n_positions = ops.shape(orderings)[1]
+    padded = ops.pad(orderings, ((0, 0), (0, 1)), constant_values=-1)
+    count = ops.sum(ops.cast(orderings >= 0, "int32"), axis=1)
+    at_end = ops.arange(n_positions + 1)[None, :] == count[:, None]
+    return ops.where(at_end, n_positions, padded)
 
 
-def _best_candidates(outputs, method, n_candidates, estimator, codec, sequences, samples, first):
-    """The outputs of the best candidate of each sample, for the samples from ``first``
-    on: the cheapest with a cost, else the likeliest (rows past the last sample keep
-    their first candidate). A sample's candidates are ``n_candidates`` consecutive
-    rows: the decoder's candidates of each of its mirror images in turn."""
-    orderings = np.asarray(outputs["orderings"])
-    likelihood = np.asarray(outputs["log_likelihood"])
-    n_rows = len(orderings) // n_candidates
-    rows = np.arange(n_rows)
-    ids = np.arange(first, min(first + n_rows, sequences.n_samples))
-    lengths = sequences.lengths[ids]
-    if method == "every_start":
-        n_starts = sequences.max_length
-        starts = np.arange(n_candidates) % n_starts
-        possible = starts[None, :] < lengths[:, None]
-    elif method == "beams":  # a short sample's beam may hold impossible hypotheses
-        possible = likelihood.reshape(n_rows, n_candidates)[: len(ids)] > NEGATIVE_LOGIT / 2
-    else:
-        possible = np.ones((len(ids), n_candidates), dtype=bool)
-    sample, option = np.nonzero(possible)
-    chosen_rows = sample * n_candidates + option
-    costs = np.full((n_rows, n_candidates), np.inf)
-    if estimator.cost is None:
-        costs[sample, option] = -likelihood[chosen_rows]
-    else:
-        candidates = orderings[chosen_rows].astype(np.int64)
-        candidates = codec.canonical(candidates, (candidates >= 0).sum(axis=1))
-        costs[sample, option] = call_cost(
-            estimator.cost, samples_at(samples, ids[sample]), candidates, ids[sample]
-        )
-    best = rows * n_candidates + np.where(rows < len(ids), np.argmin(costs, axis=1), 0)
-    return {key: np.asarray(value)[best] for key, value in outputs.items()}
+@keras.saving.register_keras_serializable(package="skptr")
+class PointerScorer(NetworkWrapper):
+    """Wrap a :class:`PointerNetwork` so ``predict`` returns the pointer distributions
+    along given orderings.
 
-
-def decode_sequences(estimator, sequences, codec, samples=None):
-    """Orderings and pointer distributions of validated sequences, decoded by a fitted
-    :class:`~skptr.pointer.PointerNetworkOrderer` as its ``decode`` and ``cost`` say.
-
-    The sequences are decoded in batches of about 2,048 rows (see
-    :func:`~skptr.pointer._sizes.decoder_batch_size`) after checking that a batch fits
-    in memory. With ``symmetries`` above 1, each sample's mirror images (see
-    :func:`~skptr.pointer._symmetries.mirror_images`) are decoded too. With a cost, each
-    sample's candidates (its final beam or its greedy orderings from every start, of
-    every image) are scored and the cheapest kept; without, the likeliest of its
-    images is kept.
-
-    Parameters
-    ----------
-    estimator : PointerNetworkOrderer
-        A fitted estimator.
-    sequences : PaddedSequences
-        Validated input sequences.
-    codec : PointerCodec
-        The estimator's codec.
-    samples : array-like, optional
-        The samples as a cost receives them (see :func:`~skptr.pointer._codec.given_form`);
-        required with a cost.
-
-    Returns
-    -------
-    tuple
-        What :meth:`PointerCodec.decode` returns: orderings, then distributions.
+    Its inputs are ``values`` (n, T, F), ``lengths`` (n,) and ``orderings`` (n, T), -1
+    after each end; it returns ``distributions`` (n, T, T + 1): at each step the
+    distribution over the positions still allowed (the last column: ending the
+    output), zeros after the end.
     """
-    view = estimator._as_fitted()
-    method, n_candidates = _decoding(estimator, sequences.max_length)
-    if estimator.cost is not None:
-        check_cost_applies(estimator.cost, estimator.ordered_subsets_)
-    n_images = int(estimator.symmetries)
-    check_symmetries(n_images, sequences.n_features)
-    batch_size = estimator._placement().inference.rows(
-        _sizes.decoder_batch_size(
-            int(estimator.batch_size), sequences.max_length, n_candidates * n_images
-        )
-    )
-    rows = batch_size * n_images * n_candidates
-    view._check_memory(
-        "decoding",
-        _sizes.decoding_count(view, rows, sequences.max_length),
-        longest_sequence=sequences.max_length,
-        symmetries=n_images,
-        **{"beams" if method in ("beam", "beams") else "starts": n_candidates},
-    )
-    n_rows = estimator._inference_rows(sequences.n_samples, batch_size)
-    width = n_candidates if method in ("beam", "beams") else 1
-    decoder = estimator._inference_model(
-        ("decoder", method, width),
-        lambda network: PointerDecoder(network, method=method, beam_width=width),
-        n_rows * n_images,
-        sequences.max_length,
-    )
-    # Rows the decoder returns per sample: each image's candidates in turn.
-    returned = n_images * (n_candidates if method in ("beams", "every_start") else 1)
-    inputs = PointerCodec.decoder_inputs(sequences, n_rows)
-    batches = []
-    with quiet_retracing():
-        for start in range(0, n_rows, batch_size):
-            batch = take(inputs, slice(start, start + batch_size))
-            if n_images > 1:
-                batch = mirror_images(batch, n_images)
-            outputs = estimator._predict_on_batch(decoder, batch, batch_size * n_images)
-            if returned > 1:
-                outputs = _best_candidates(
-                    outputs, method, returned, estimator, codec, sequences, samples, start
-                )
-            batches.append(outputs)
-    outputs = {key: np.concatenate([np.asarray(b[key]) for b in batches]) for key in batches[0]}
-    return codec.decode(outputs, sequences.n_samples)
+
+    def call(self, inputs):
+        network = self.network
+        encoded = network.encode(inputs["values"], inputs["lengths"], training=False)
+        targets = teacher_targets(ops.cast(inputs["orderings"], "int32"), network.allow_end)
+        logits = network.teacher_forced_logits(encoded, targets, training=False)
+        real = ops.cast(targets >= 0, "float32")[..., None]
+        distributions = ops.softmax(ops.cast(logits, "float32"), axis=-1) * real
+        n_steps = static_or_dynamic(inputs["orderings"], 1)
+        return {"distributions": distributions[:, :n_steps]}

@@ -7,7 +7,12 @@ from typing import ClassVar
 
 import keras
 import numpy as np
-from sklearn.utils._param_validation import Interval, InvalidParameterError, Options, StrOptions
+from sklearn.utils._param_validation import (
+    Interval,
+    InvalidParameterError,
+    StrOptions,
+    validate_parameter_constraints,
+)
 
 from .._base import SequenceEstimatorBase, inference_method
 from .._limits import MAX_DEPTH, MAX_WIDTH
@@ -15,15 +20,34 @@ from .._sequences import check_orderings
 from ..costs import BUILT_IN_COSTS
 from ..metrics import _checked_position_accuracy
 from . import _sizes
+from ._candidates import DECODE_METHODS, decode_sequences
 from ._codec import PointerCodec, feature_scale, given_form
 from ._costs import call_cost
 from ._cycles import CYCLE_KINDS
-from ._decoding import decode_sequences
 from ._layers import ENCODERS, PointerNetwork, masked_pointer_crossentropy
-from ._reinforce import cost_training_model
-from ._symmetries import SYMMETRIES, check_symmetries
+from ._reinforce import ROLLOUTS, cost_training_model
+from ._symmetries import check_augment
 
 __all__ = ["PointerNetworkOrderer"]
+
+
+def _params_in_todays_terms(params):
+    """Hyperparameters (or ``network_params_``) from a file or pickle written by an
+    earlier version, in today's terms.
+
+    ``symmetries`` (1 or 8) became ``augment``. Before ``rollouts`` existed, a fit from
+    a cost with ``cycle`` set rolled out one ordering from every start element, and
+    greedy decoding with a cost decoded from every start element.
+    """
+    params = dict(params)
+    if "symmetries" in params:
+        params["augment"] = params.pop("symmetries") == 8
+    if "rollouts" not in params and params.get("cost") is not None:
+        if params.get("cycle") is not None:
+            params.update(rollouts="multistart", n_rollouts=None)
+        if params.get("decode", "greedy") == "greedy":
+            params["decode"] = "multistart"
+    return params
 
 
 class PointerNetworkOrderer(SequenceEstimatorBase):
@@ -90,36 +114,55 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
     dropout : float, default=0.0
         Dropout on the embedding, between layers and on decoder outputs (training
         only); 0.1-0.3 when the training set is small.
-    decode : {"greedy", "beam"}, default="greedy"
-        Decoding used by ``predict``, ``predict_proba`` and ``score``. ``"beam"``
-        helps where an early choice constrains later ones, as on tours; it can be
-        switched after fitting with ``set_params``. With a ``cost``, beam search
-        returns the cheapest ordering of its final beam, and greedy decoding runs
-        from every start element (``n`` times the work for ``n`` elements) and
-        returns the cheapest.
+    decode : {"greedy", "sample", "multistart", "beam"}, default="greedy"
+        Decoding used by ``predict``, ``predict_proba`` and ``score``; switch it after
+        fitting with ``set_params``. ``"greedy"`` chooses the likeliest element at
+        each step: one ordering, the fastest. The others decode several candidate
+        orderings of each sample, the greedy one always among them, and keep the
+        cheapest under ``cost`` (ties, and every candidate without a cost, go to the
+        likeliest): ``"sample"`` samples ``n_candidates`` orderings from the
+        network, ``"multistart"`` decodes greedily from ``n_candidates`` start
+        elements (POMO's inference, Kwon et al. 2020), and ``"beam"`` runs a beam
+        search of ``beam_width`` hypotheses. Each candidate costs about one greedy
+        decoding. A ``cost`` chooses among the candidates; it never changes which
+        decoding runs.
+    n_candidates : int or None, default=None
+        Candidates per sample, besides the greedy ordering, for ``decode="sample"``
+        (sampled orderings) and ``decode="multistart"`` (start elements, spread
+        evenly over the sample; at most one per element). None: one per element of
+        the sample, so ``"multistart"`` starts from every element.
     beam_width : int, default=5
         Hypotheses kept per sample when ``decode="beam"``; 3 is usually enough, and
         with a ``cost`` wider beams (16 to 256) give cheaper orderings.
-    symmetries : {1, 8}, default=1
-        For samples of points in the plane (2 features) whose cost depends only on the
-        distances between them, such as tours: 8 decodes each sample as its eight
-        images under the symmetries of a square (reflections of each coordinate,
-        swapped coordinates; the sample itself included), which have the same
-        distances, and keeps the best candidate of all (POMO's augmentation, Kwon et
-        al. 2020), at eight times the work. Use 8 with a ``cost`` for tours (see
-        :ref:`pointer_cost`).
+    augment : bool, default=False
+        For samples of points in the plane (2 features) whose cost depends only on
+        the distances between them, such as tours: also decode each sample's seven
+        mirror images (reflections of each coordinate, swapped coordinates), which
+        have the same distances, and keep the best candidate of all eight (POMO's
+        augmentation, Kwon et al. 2020). Eight times the work of the chosen
+        ``decode``. Use it with a ``cost`` for tours (see :ref:`pointer_cost`).
     cycle : {None, "directed", "undirected"}, default=None
         Declares that each target is a cycle, whose rotations are the same answer
         (``"directed"``: a hull kept counter-clockwise) and, with ``"undirected"``, its
         reversal too (a tour). ``predict`` returns cycles from their smallest index and
         ``score`` compares them in any rotation. Declare it whenever the targets are
-        cycles (see :ref:`pointer_cycles`).
+        cycles (see :ref:`pointer_cycles`); it says what the targets are and changes
+        nothing else of training.
     cost : {"tour", "path"}, callable or None, default=None
         What ``fit(X)`` without targets learns to minimise, and what ``score(X)``
         without targets measures: the name of a cost of :mod:`skptr.costs`, or a
         function ``cost(X, orderings) -> ndarray of shape (n_samples,)``, lower is
         better, of samples in the form ``fit`` received them and orderings in
         ``predict``'s format. ``fit(X, y)`` ignores it (see :ref:`pointer_cost`).
+        Decoding keeps the cheapest of its candidates under it.
+    rollouts : {"sample", "multistart"}, default="sample"
+        How ``fit(X)`` from a ``cost`` rolls out orderings of each training instance:
+        sampled from the network, or one from each of ``n_rollouts`` start elements
+        (POMO's training, Kwon et al. 2020). The rollouts of an instance are each
+        other's baseline.
+    n_rollouts : int or None, default=8
+        Orderings rolled out per training instance when learning from a ``cost``;
+        each costs about one greedy decoding. None: one per element of the instance.
     epochs : int, default=20
         Passes over the training data.
     batch_size : int, default=128
@@ -209,11 +252,14 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         "n_glimpses": [Interval(Integral, 0, MAX_DEPTH, closed="both")],
         "logit_clip": [None, Interval(Real, 0, None, closed="neither")],
         "dropout": [Interval(Real, 0, 1, closed="left")],
-        "decode": [StrOptions({"greedy", "beam"})],
+        "decode": [StrOptions(set(DECODE_METHODS))],
+        "n_candidates": [None, Interval(Integral, 1, MAX_WIDTH, closed="both")],
         "beam_width": [Interval(Integral, 1, MAX_WIDTH, closed="both")],
-        "symmetries": [Options(Integral, set(SYMMETRIES))],
+        "augment": ["boolean"],
         "cycle": [None, StrOptions(set(CYCLE_KINDS))],
         "cost": [None, StrOptions(set(BUILT_IN_COSTS)), callable],
+        "rollouts": [StrOptions(set(ROLLOUTS))],
+        "n_rollouts": [None, Interval(Integral, 1, MAX_WIDTH, closed="both")],
         "learning_rate_decay": [Interval(Real, 0, 1, closed="right")],
     }
     _network_params = (
@@ -245,6 +291,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         **PointerCodec.FITTED_ATTRIBUTES,
     }
     _fitted_attributes_before: ClassVar[dict] = {"feature_scale_": None}
+    _params_saved_before = staticmethod(_params_in_todays_terms)
     _network_class = PointerNetwork
 
     def __init__(
@@ -261,10 +308,13 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         logit_clip=None,
         dropout=0.0,
         decode="greedy",
+        n_candidates=None,
         beam_width=5,
-        symmetries=1,
+        augment=False,
         cycle=None,
         cost=None,
+        rollouts="sample",
+        n_rollouts=8,
         epochs=20,
         batch_size=128,
         learning_rate=3e-3,
@@ -292,10 +342,13 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         self.logit_clip = logit_clip
         self.dropout = dropout
         self.decode = decode
+        self.n_candidates = n_candidates
         self.beam_width = beam_width
-        self.symmetries = symmetries
+        self.augment = augment
         self.cycle = cycle
         self.cost = cost
+        self.rollouts = rollouts
+        self.n_rollouts = n_rollouts
         self.epochs = epochs
         self.batch_size = batch_size
         self.learning_rate = learning_rate
@@ -332,10 +385,10 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
                 f"num_layers={self.num_layers}. Got {self.decoder_layers} instead."
             )
         if not reset:
-            check_symmetries(self.symmetries, self.n_features_in_)
+            check_augment(self.augment, self.n_features_in_)
             return PointerCodec.of(self).encode_training(X, y), {}
         codec, data = PointerCodec.learn(X, y, self.cycle)
-        check_symmetries(self.symmetries, codec.n_features)
+        check_augment(self.augment, codec.n_features)
         return data, {
             "n_features_in_": codec.n_features,
             "ordered_subsets_": codec.ordered_subsets,
@@ -381,7 +434,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
 
     def _training_model(self, network, data, seed):
         if data.samples is None:  # targets to imitate
-            return network
+            return network, ()
         return cost_training_model(self, network, data, seed)
 
     def _schedule_callbacks(self, model, epochs_done):
@@ -389,19 +442,27 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         return [
             keras.callbacks.LearningRateScheduler(
                 lambda epoch: initial * decay ** (epochs_done + epoch)
-            ),
-            *getattr(model, "own_callbacks", ()),
+            )
         ]
 
     # ------------------------------------------------------------- inference
-    def _decoded(self, X):
-        """The orderings and pointer distributions ``predict`` and ``predict_proba``
-        return for ``X``, the validated sequences and the codec."""
+    #: The hyperparameters that decoding reads, checked at every inference call.
+    _decoding_params = ("decode", "n_candidates", "beam_width", "augment", "cost")
+
+    def _decoded(self, X, distributions=False):
+        """The orderings (and with ``distributions``, the pointer distributions along
+        them) of ``X``, the validated sequences and the codec."""
         self._check_fitted()
+        validate_parameter_constraints(
+            {name: self._parameter_constraints[name] for name in self._decoding_params},
+            {name: getattr(self, name) for name in self._decoding_params},
+            caller_name=type(self).__name__,
+        )
         codec = PointerCodec.of(self)
         sequences = codec.sequences(X)
         samples = None if self.cost is None else given_form(X, sequences)
-        return decode_sequences(self, sequences, codec, samples), sequences, codec
+        decoded = decode_sequences(self, sequences, codec, samples, distributions)
+        return decoded, sequences, codec
 
     @inference_method
     def predict(self, X):
@@ -440,7 +501,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
             for models fitted on full permutations). Steps after a sample's end are all
             zeros.
         """
-        return self._decoded(X)[0][1]
+        return self._decoded(X, distributions=True)[0][1]
 
     @inference_method
     def score(self, X, y=None):

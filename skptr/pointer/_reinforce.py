@@ -1,16 +1,17 @@
 """Learning orderings from a cost alone: REINFORCE with a shared baseline.
 
-Each training instance is decoded several times by sampling the network's own pointer
-distributions: for cycles, one rollout from every start element, as POMO does (Kwon et
-al. 2020), otherwise :data:`SAMPLED_ROLLOUTS` independent samples. The rollouts are
-scored with the cost, and each rollout's advantage is its instance's mean cost minus
-its own: the rollouts of one instance are each other's baseline, so no critic is
-learned. The loss is minus the mean of advantage times log-probability of each rollout
-(Williams 1992).
+Each training instance is rolled out several times (:func:`rollouts`): orderings
+sampled from the network's own pointer distributions, or one greedy ordering from each
+of several start elements, as POMO does (Kwon et al. 2020). The rollouts are scored
+with the cost, and each rollout's advantage is its instance's mean cost minus its own:
+the rollouts of one instance are each other's baseline, so no critic is learned
+(:func:`shared_baseline_loss`). The loss is minus the mean of advantage times
+log-probability of each rollout (Williams 1992), the log-probabilities coming from a
+teacher-forced pass with gradients (:func:`rollout_log_likelihood`).
 
-Everything runs inside the compiled training step: the sampling loop, a teacher-forced
-pass that gives the rollouts' log-probabilities (with gradients), and the built-in
-costs; a cost of the user's runs on the host through :func:`skptr._backend.host_function`.
+Everything runs inside the compiled training step: the rollouts, the teacher-forced
+pass and the built-in costs; a cost of the user's runs on the host through
+:func:`skptr._backend.host_function`.
 """
 
 from __future__ import annotations
@@ -24,42 +25,106 @@ from .._training import WEIGHT_COPIES
 from . import _sizes
 from ._codec import PointerCodec
 from ._costs import CostErrors, call_cost, check_cost_applies, samples_at
-from ._decoding import decode_encoded, repeat_encoded
+from ._decoding import decode_lanes, static_or_dynamic, teacher_targets
 
 __all__ = [
-    "SAMPLED_ROLLOUTS",
+    "ROLLOUTS",
     "CostTrainer",
     "cost_training_model",
     "graph_costs",
     "gumbel_noise",
     "rollout_count",
+    "rollout_log_likelihood",
+    "rollouts",
+    "shared_baseline_loss",
 ]
 
-#: Rollouts sampled per instance when the targets are not cycles.
-SAMPLED_ROLLOUTS = 8
+#: The values of ``rollouts``: sampled orderings, or greedy ones from given starts.
+ROLLOUTS = ("sample", "multistart")
 
 #: The uniform noise behind the Gumbel noise stays this far from 0 and 1, so that the
 #: noise is finite and a masked position (logit -1e9) is never sampled.
 _UNIFORM_MARGIN = 1e-6
 
 
-def gumbel_noise(n_positions, n_rows, seed):
-    """Standard Gumbel noise that makes :func:`~skptr.pointer._decoding.decode_encoded`
-    draw ``n_rows`` rows of ``n_positions`` positions from the pointer distribution
-    (shape ``(T, n, T + 1)``); ``seed`` is an int or a
+def gumbel_noise(shape, seed):
+    """Standard Gumbel noise of ``shape``; ``seed`` is an int or a
     :class:`keras.random.SeedGenerator`."""
     uniform = keras.random.uniform(
-        (n_positions, n_rows, n_positions + 1),
-        minval=_UNIFORM_MARGIN,
-        maxval=1.0 - _UNIFORM_MARGIN,
-        seed=seed,
+        shape, minval=_UNIFORM_MARGIN, maxval=1.0 - _UNIFORM_MARGIN, seed=seed
     )
     return -ops.log(-ops.log(uniform))
 
 
-def rollout_count(every_start, n_positions):
-    """Rollouts per training instance: one per start element, or the samples."""
-    return n_positions if every_start else SAMPLED_ROLLOUTS
+def rollout_count(n_rollouts, n_positions):
+    """Rollouts per training instance: ``n_rollouts``, or None: one per position."""
+    return n_positions if n_rollouts is None else int(n_rollouts)
+
+
+def spread_starts(n_starts, lengths):
+    """Start positions (n, ``n_starts``) spread evenly over each sample's length, and
+    which are distinct (a sample shorter than ``n_starts`` has one per position)."""
+    column = ops.arange(n_starts, dtype="int32")[None, :]
+    length = ops.cast(lengths, "int32")[:, None]
+    few = length <= n_starts
+    spread = (column * length) // n_starts
+    starts = ops.where(few, ops.minimum(column, length - 1), spread)
+    return starts, ops.logical_or(ops.logical_not(few), column < length)
+
+
+def rollouts(network, encoded, lengths, n_rollouts, multistart, seed):
+    """Orderings of each instance, decoded without gradients.
+
+    Returns
+    -------
+    orderings : int32 tensor of shape (n * n_rollouts, T)
+        Rows ``i * n_rollouts`` to ``(i + 1) * n_rollouts - 1`` are instance ``i``'s.
+    weights : tensor of shape (n, n_rollouts)
+        1 for a rollout that counts, 0 for a repeated start of a short instance.
+    """
+    frozen = keras.tree.map_structure(ops.stop_gradient, encoded)
+    n_samples, n_positions = ops.shape(lengths)[0], ops.shape(frozen[0])[1] - 1
+    if multistart:
+        starts, distinct = spread_starts(n_rollouts, lengths)
+        orderings, _ = decode_lanes(network, frozen, lengths, n_rollouts, starts=starts)
+        weights = ops.cast(distinct, "float32")
+    else:
+        noise = gumbel_noise((n_positions, n_samples, n_rollouts, n_positions + 1), seed)
+        orderings, _ = decode_lanes(network, frozen, lengths, n_rollouts, noise=noise)
+        weights = ops.ones((n_samples, n_rollouts), "float32")
+    return ops.reshape(orderings, (-1, n_positions)), weights
+
+
+def rollout_log_likelihood(network, encoded, orderings, n_rollouts, given_start, training):
+    """Log-probability (n, ``n_rollouts``) of each rollout under the network, with
+    gradients, by teacher forcing; ``given_start``: the first position was given, not
+    chosen, and does not count."""
+    repeated = keras.tree.map_structure(lambda t: ops.repeat(t, n_rollouts, axis=0), encoded)
+    targets = teacher_targets(orderings, network.allow_end)
+    logits = network.teacher_forced_logits(repeated, targets, training=training)
+    log_probs = ops.log_softmax(logits, axis=-1)
+    picked = ops.take_along_axis(log_probs, ops.maximum(targets, 0)[:, :, None], axis=-1)
+    picked = picked[:, :, 0] * ops.cast(targets >= 0, log_probs.dtype)
+    if given_start:
+        picked = picked[:, 1:]
+    return ops.reshape(ops.sum(picked, axis=1), (-1, n_rollouts))
+
+
+def shared_baseline_loss(costs, log_likelihood, weights):
+    """Per instance, a number whose value is the mean cost of its rollouts and whose
+    gradient is that of the REINFORCE loss with the instance's mean cost as baseline.
+
+    Parameters
+    ----------
+    costs, log_likelihood, weights : tensors of shape (n, R)
+        Each rollout's cost, log-probability (with gradients) and weight (0: not
+        counted).
+    """
+    n_valid = ops.sum(weights, axis=1)
+    mean_cost = ops.sum(costs * weights, axis=1) / n_valid
+    advantage = (mean_cost[:, None] - costs) * weights
+    surrogate = -ops.sum(advantage * log_likelihood, axis=1) / n_valid
+    return surrogate - ops.stop_gradient(surrogate) + mean_cost
 
 
 def graph_length(values, orderings, closed):
@@ -93,26 +158,13 @@ def _outputs_mean(targets, outputs):
     return outputs
 
 
-def _teacher_targets(orderings, lengths, allow_end):
-    """Decoded orderings as teacher-forcing targets: with an end pointer, it follows
-    each ordering (index ``T``, one more step)."""
-    if not allow_end:
-        return orderings
-    n_positions = ops.shape(orderings)[1]
-    padded = ops.pad(orderings, ((0, 0), (0, 1)), constant_values=-1)
-    count = ops.sum(ops.cast(orderings >= 0, "int32"), axis=1)
-    at_end = ops.arange(n_positions + 1)[None, :] == count[:, None]
-    return ops.where(at_end, n_positions, padded)
-
-
 class CostTrainer(NetworkWrapper):
     """A training model around a :class:`PointerNetwork` that learns from a cost.
 
-    Its output in training is, per instance, a number whose value is the mean cost of
-    the instance's rollouts and whose gradient is that of the REINFORCE loss with the
-    shared baseline; Keras' ``loss`` is its mean, so the progress bar, the history and
-    early stopping follow the mean cost of the sampled orderings. Outside training (the
-    validation samples) it returns the cost of each greedy ordering.
+    Its output in training is, per instance, :func:`shared_baseline_loss` of the
+    instance's rollouts, and Keras' ``loss`` is its mean, so the progress bar, the
+    history and early stopping follow the mean cost of the rollouts. Outside training
+    (the validation samples) it returns the cost of each greedy ordering.
 
     Parameters
     ----------
@@ -120,16 +172,19 @@ class CostTrainer(NetworkWrapper):
         The network trained (weights shared).
     cost : callable
         ``cost(values, lengths, orderings, index)``, see :func:`graph_costs`.
-    every_start : bool
-        One rollout from every start element (cycles), else sampled rollouts.
+    n_rollouts : int or None
+        Rollouts per instance (None: one per position).
+    multistart : bool
+        Greedy rollouts from spread start elements, else sampled ones.
     seed : int
         Seed of the sampling.
     """
 
-    def __init__(self, network, cost, every_start, seed, **kwargs):
+    def __init__(self, network, cost, n_rollouts, multistart, seed, **kwargs):
         super().__init__(network, **kwargs)
         self.cost = cost
-        self.every_start = bool(every_start)
+        self.n_rollouts = n_rollouts
+        self.multistart = bool(multistart)
         self.seed_generator = keras.random.SeedGenerator(int(seed))
 
     def compile(self, **kwargs):
@@ -141,43 +196,22 @@ class CostTrainer(NetworkWrapper):
         network = self.network
         encoded = network.encode(values, lengths, training=training)
         if not training:
-            orderings = decode_encoded(network, encoded, lengths)[0]
+            orderings = decode_lanes(network, encoded, lengths, 1)[0][:, 0]
             return self.cost(values, lengths, orderings, index)
-        n_samples, n_positions = ops.shape(values)[0], ops.shape(values)[1]
-        n_rollouts = rollout_count(self.every_start, n_positions)
-        rollouts = n_samples * n_rollouts
+        n_rollouts = rollout_count(self.n_rollouts, static_or_dynamic(values, 1))
+        orderings, weights = rollouts(
+            network, encoded, lengths, n_rollouts, self.multistart, self.seed_generator
+        )
 
         def repeat(tensor):
             return ops.repeat(tensor, n_rollouts, axis=0)
 
-        encoded = repeat_encoded(encoded, n_rollouts)
-        lengths, values, index = repeat(lengths), repeat(values), repeat(index)
-        weights = ops.ones((rollouts,), "float32")
-        starts = None
-        if self.every_start:
-            start = ops.tile(ops.arange(n_rollouts, dtype="int32"), (n_samples,))
-            inside = start < lengths
-            starts = ops.where(inside, start, 0)
-            weights = ops.cast(inside, "float32")
-        noise = gumbel_noise(n_positions, rollouts, self.seed_generator)
-        frozen = keras.tree.map_structure(ops.stop_gradient, encoded)
-        orderings = decode_encoded(network, frozen, lengths, noise=noise, starts=starts)[0]
-        costs = ops.stop_gradient(self.cost(values, lengths, orderings, index))
-        targets = _teacher_targets(orderings, lengths, network.allow_end)
-        logits = network.teacher_forced_logits(encoded, targets, training=training)
-        log_probs = ops.log_softmax(logits, axis=-1)
-        picked = ops.take_along_axis(log_probs, ops.maximum(targets, 0)[:, :, None], axis=-1)
-        picked = picked[:, :, 0] * ops.cast(targets >= 0, log_probs.dtype)
-        if self.every_start:  # the start was given, not chosen
-            picked = picked[:, 1:]
-        log_likelihood = ops.reshape(ops.sum(picked, axis=1), (n_samples, n_rollouts))
-        costs = ops.reshape(costs, (n_samples, n_rollouts))
-        weights = ops.reshape(weights, (n_samples, n_rollouts))
-        n_valid = ops.sum(weights, axis=1)
-        mean_cost = ops.sum(costs * weights, axis=1) / n_valid
-        advantage = (mean_cost[:, None] - costs) * weights
-        surrogate = -ops.sum(advantage * log_likelihood, axis=1) / n_valid
-        return surrogate - ops.stop_gradient(surrogate) + mean_cost
+        costs = self.cost(repeat(values), repeat(lengths), orderings, repeat(index))
+        costs = ops.reshape(ops.stop_gradient(costs), (-1, n_rollouts))
+        log_likelihood = rollout_log_likelihood(
+            network, encoded, orderings, n_rollouts, self.multistart, training
+        )
+        return shared_baseline_loss(costs, log_likelihood, weights)
 
 
 def _identity_orderings(lengths):
@@ -187,23 +221,26 @@ def _identity_orderings(lengths):
 
 def cost_training_model(estimator, network, data, seed):
     """The :class:`CostTrainer` that fits ``network`` to ``estimator.cost`` on
-    ``data`` (from :meth:`PointerCodec.encode_samples`).
+    ``data`` (from :meth:`PointerCodec.encode_samples`), and the callbacks it needs.
 
     Before anything is compiled, the cost is checked to apply to the network's
     orderings, a training step to fit in memory, and the cost to answer for the
     first samples in their given order; a cost that fails inside training stops the
     fit after that step with the cost's error (:class:`CostErrors`).
     """
-    cost, cycle = estimator.cost, estimator.cycle
+    cost = estimator.cost
     check_cost_applies(cost, network.allow_end)
     n_positions = data.n_steps
     batch = min(int(estimator.batch_size), len(data.lengths))
-    rows = batch * rollout_count(cycle is not None, n_positions)
+    multistart = estimator.rollouts == "multistart"
+    rows = batch * rollout_count(estimator.n_rollouts, n_positions)
+    shared, per_lane = _sizes.decoding_numbers(estimator, n_positions, not multistart)
     estimator._check_memory(
         "a training step from a cost",
         WEIGHT_COPIES * _sizes.weight_count(estimator)
         + _sizes.activation_count(estimator, rows, n_positions)
-        + rows * n_positions * (n_positions + 1),
+        + batch * shared
+        + rows * per_lane,
         rollouts=rows,
         longest_sequence=n_positions,
     )
@@ -221,6 +258,7 @@ def cost_training_model(estimator, network, data, seed):
             errors.record(error)
             return np.zeros(len(index))
 
-    trainer = CostTrainer(network, graph_costs(cost, host_cost), cycle is not None, seed)
-    trainer.own_callbacks = [errors]
-    return trainer
+    trainer = CostTrainer(
+        network, graph_costs(cost, host_cost), estimator.n_rollouts, multistart, seed
+    )
+    return trainer, [errors]

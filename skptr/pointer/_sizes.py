@@ -1,23 +1,21 @@
 """Sizes of the pointer network's work: the estimates of memory that bound a fit and a
-decoding call before they start (see :mod:`skptr._limits`), decoding batches and beams.
+decoding call before they start (see :mod:`skptr._limits`), and of decoding calls.
 """
 
 from __future__ import annotations
 
-from .._batches import power_of_two_at_most
 from ._layers import decoder_depth
 
 __all__ = [
     "activation_count",
-    "beams",
     "count_orderings",
-    "decoder_batch_size",
-    "decoding_count",
+    "decoding_numbers",
+    "encoding_count",
     "weight_count",
 ]
 
-#: Decoded rows (samples times beams) per decoding batch, and the most numbers the
-#: step-by-step pointer distributions of one batch may hold.
+#: Decoded lanes (samples times candidates) per decoding call, and the most numbers a
+#: call may hold (:func:`decoding_numbers`), unless one sample needs more.
 DECODER_ROWS = 2048
 DECODER_NUMBERS = 2**24
 # Gates per recurrent cell.
@@ -36,24 +34,6 @@ def count_orderings(n_positions, ordered_subsets, at_most):
         if total >= at_most or prefixes >= at_most:
             return at_most
     return max(total, 1)
-
-
-def beams(decode, beam_width, n_positions, ordered_subsets):
-    """Hypotheses kept per sample: ``beam_width`` for beam search, at most the number of
-    orderings of ``n_positions`` positions (a wider beam finds the same best one), and 1
-    for greedy decoding."""
-    if decode != "beam":
-        return 1
-    return count_orderings(n_positions, ordered_subsets, beam_width)
-
-
-def decoder_batch_size(batch_size, n_positions, n_beams):
-    """Samples per decoding batch: about 2,048 decoded rows (beams included), or
-    ``batch_size`` samples if more, as long as the step-by-step pointer distributions of
-    a batch stay within 2**24 numbers (and at least one sample)."""
-    within_numbers = DECODER_NUMBERS // (n_beams * n_positions * (n_positions + 1))
-    fitting = min(DECODER_ROWS // n_beams, within_numbers)
-    return power_of_two_at_most(max(fitting, min(batch_size, within_numbers), 1))
 
 
 def _widths(est):
@@ -92,9 +72,27 @@ def activation_count(est, n_rows, n_steps):
     return 2 * n_rows * (n_steps + 1) * (recurrent + scored)
 
 
-def decoding_count(est, n_rows, n_steps):
-    """Estimated numbers a decoding batch of ``n_rows`` rows (samples times beams) of
-    ``n_steps`` positions holds."""
+def decoding_numbers(est, n_steps, sampled):
+    """Estimated numbers a decoding call holds per image row for ``n_steps``
+    positions: those its lanes share (encodings, projected keys) and those of each
+    lane (decoder state, chosen positions, one step's scores, its ordering, and with
+    ``sampled`` its Gumbel noise)."""
     hidden, width = _widths(est)
-    per_position = 2 * (n_steps + 1) + (2 + est.n_glimpses) * hidden + 2 * width
-    return n_rows * (n_steps + 1) * per_position
+    glimpse = min(est.n_glimpses, 1)
+    shared = (n_steps + 1) * (2 * width + (1 + glimpse) * hidden)
+    scored = 8 + (hidden * (1 + est.n_glimpses) if est.attention == "additive" else 0)
+    states = 4 * decoder_depth(est.num_layers, est.decoder_layers) * width
+    per_lane = (n_steps + 1) * scored + 2 * n_steps + states
+    if sampled:
+        per_lane += n_steps * (n_steps + 1)
+    return shared, per_lane
+
+
+def encoding_count(est, n_rows, n_steps):
+    """Estimated numbers the encoder holds for ``n_rows`` sequences of ``n_steps``
+    steps at inference."""
+    hidden, width = _widths(est)
+    per_step = est.num_layers * _GATES[est.cell] * width + hidden
+    if est.encoder == "attention":
+        per_step += est.num_layers * (est.n_heads * n_steps + 4 * hidden)
+    return n_rows * (n_steps + 1) * per_step

@@ -12,20 +12,16 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["SYMMETRIES", "check_symmetries", "mirror_images"]
-
-#: The numbers of images ``symmetries`` may ask for: the sample alone, or its images
-#: under the eight symmetries of a square (see :func:`mirror_images`).
-SYMMETRIES = (1, 8)
+__all__ = ["check_augment", "mirror_images"]
 
 
-def check_symmetries(symmetries, n_features):
+def check_augment(augment, n_features):
     """Refuse mirror images of samples that are not points in the plane."""
-    if symmetries > 1 and n_features != 2:
+    if augment and n_features != 2:
         raise ValueError(
-            f"symmetries={symmetries} decodes mirror images of points in the plane, so "
-            f"it needs 2 features per element, but the estimator was fitted on "
-            f"{n_features}; set symmetries=1."
+            "augment=True decodes mirror images of points in the plane, so it needs 2 "
+            f"features per element, but the estimator was fitted on {n_features}; set "
+            "augment=False."
         )
 
 

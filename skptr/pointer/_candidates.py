@@ -1,0 +1,295 @@
+"""Decoding validated samples as a fitted estimator's settings say: the plan of a call
+(method, candidates, mirror images, batches), the candidates of each batch, and the
+choice of one ordering per sample.
+
+Every method but ``"greedy"`` decodes several candidate orderings of each sample, the
+greedy one always among them, and keeps one: the cheapest under the estimator's
+``cost``, ties (and every candidate, without a cost) going to the likeliest. So with a
+cost no method returns an ordering costlier than greedy decoding's, and without one
+none returns an ordering less likely than it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._backend import quiet_retracing
+from .._batches import power_of_two_at_most, take
+from .._random import draw_seed
+from . import _sizes
+from ._codec import PointerCodec
+from ._costs import call_cost, check_cost_applies, samples_at
+from ._decoding import PointerDecoder, PointerScorer
+from ._layers import NEGATIVE_LOGIT
+from ._symmetries import check_augment, mirror_images
+
+__all__ = ["DECODE_METHODS", "DecodingPlan", "decode_sequences"]
+
+#: The values of ``decode``.
+DECODE_METHODS = ("greedy", "sample", "multistart", "beam")
+
+#: The uniform noise behind the Gumbel noise stays this far from 0 and 1, so that the
+#: noise is finite and a masked position is never sampled.
+_UNIFORM_MARGIN = 1e-6
+
+#: Costs within this relative distance of the cheapest count as ties.
+_COST_TIE = 1e-9
+
+
+@dataclass(frozen=True)
+class DecodingPlan:
+    """How one inference call decodes, resolved once from the estimator's settings
+    and the samples' longest length.
+
+    Attributes
+    ----------
+    method : str
+        The ``decode`` setting.
+    n_candidates : int
+        Candidates per image besides the greedy ordering: start elements, samples or
+        the beam's width (0 for greedy decoding).
+    n_images : int
+        Images decoded per sample (the sample and its mirror images).
+    lanes : int
+        Candidates a decoder call decodes per image (the beam: its width).
+    samples_per_call : int
+        Samples per decoder call.
+    seed : int or None
+        Root seed of the sampled candidates.
+    """
+
+    method: str
+    n_candidates: int
+    n_images: int
+    lanes: int
+    samples_per_call: int
+    seed: int | None
+
+    @classmethod
+    def resolve(cls, estimator, sequences):
+        """The plan of ``estimator`` (fitted, parameters checked) for ``sequences``,
+        after checking that a decoder call fits in memory."""
+        method, n_steps = estimator.decode, sequences.max_length
+        requested = estimator.n_candidates
+        if method == "greedy":
+            n_candidates = 0
+        elif method == "beam":
+            n_candidates = _sizes.count_orderings(
+                n_steps, estimator.ordered_subsets_, int(estimator.beam_width)
+            )
+        elif method == "multistart":
+            n_candidates = n_steps if requested is None else min(int(requested), n_steps)
+        else:
+            n_candidates = n_steps if requested is None else int(requested)
+        n_images = 8 if estimator.augment else 1
+        check_augment(estimator.augment, sequences.n_features)
+        if estimator.cost is not None:
+            check_cost_applies(estimator.cost, estimator.ordered_subsets_)
+        view = estimator._as_fitted()
+        sampled = method == "sample"
+        shared, per_lane = _sizes.decoding_numbers(view, n_steps, sampled)
+        wanted = n_candidates + 1 if method != "greedy" else 1
+        if method == "beam":
+            lanes = n_candidates
+        else:
+            lanes = int(min(wanted, max(1, (_sizes.DECODER_NUMBERS - shared) // per_lane)))
+        per_row = shared + (lanes + (method == "beam")) * per_lane
+        rows = min(_sizes.DECODER_ROWS // lanes, _sizes.DECODER_NUMBERS // per_row)
+        rows = max(rows, min(int(estimator.batch_size), _sizes.DECODER_NUMBERS // per_row))
+        samples_per_call = power_of_two_at_most(max(rows // n_images, 1))
+        samples_per_call = estimator._placement().inference.rows(samples_per_call)
+        call_rows = samples_per_call * n_images
+        view._check_memory(
+            "decoding",
+            call_rows * per_row + _sizes.encoding_count(view, call_rows, n_steps),
+            longest_sequence=n_steps,
+            decode=method,
+            candidates=n_candidates,
+            augment=estimator.augment,
+        )
+        seed = draw_seed(estimator.random_state) if sampled else None
+        return cls(method, n_candidates, n_images, lanes, samples_per_call, seed)
+
+    @property
+    def decoder_key(self):
+        """The key of the plan's decoder among the estimator's inference models."""
+        kind = "beam" if self.method == "beam" else "lanes"
+        return ("decoder", kind, self.lanes, self.method == "sample")
+
+    def decoder(self, network):
+        """A new decoder of ``network`` for this plan."""
+        kind = "beam" if self.method == "beam" else "lanes"
+        return PointerDecoder(network, kind, self.lanes, sampled=self.method == "sample")
+
+    # ------------------------------------------------------------ candidates
+    def _lane_starts(self, lengths):
+        """Each image's first positions, one column per candidate: -1 (chosen by the
+        network) for the greedy ordering and the sampled ones, given starts for
+        multistart decoding; and which candidates are possible (distinct)."""
+        n_rows = len(lengths)
+        starts = np.full((n_rows, self.n_candidates + 1), -1, dtype=np.int32)
+        possible = np.ones(starts.shape, dtype=bool)
+        if self.method == "multistart":
+            column = np.arange(self.n_candidates)[None, :]
+            length = lengths[:, None]
+            # Up to n starts evenly spread over each sample; every start when it has
+            # fewer elements than candidates.
+            few = length <= self.n_candidates
+            spread = column * length // self.n_candidates
+            starts[:, 1:] = np.where(few, np.minimum(column, length - 1), spread)
+            possible[:, 1:] = np.where(few, column < length, True)
+        return starts, possible
+
+    def _chunks(self, n_columns):
+        """Column ranges of the decoder calls that decode ``n_columns`` candidates."""
+        return [
+            np.arange(first, first + self.lanes) % n_columns
+            for first in range(0, n_columns, self.lanes)
+        ]
+
+    def _noise(self, n_rows, n_steps, first_sample, chunk):
+        """Gumbel noise of one call's lanes; lane 0 of the first chunk (the greedy
+        ordering) gets none."""
+        rng = np.random.default_rng([self.seed, first_sample, chunk])
+        uniform = rng.uniform(
+            _UNIFORM_MARGIN, 1 - _UNIFORM_MARGIN, (n_rows, self.lanes, n_steps, n_steps + 1)
+        )
+        noise = -np.log(-np.log(uniform)).astype(np.float32)
+        if chunk == 0:
+            noise[:, 0] = 0.0
+        return noise
+
+    def candidates(self, estimator, decoder, batch, first_sample):
+        """Every candidate of a batch of image rows.
+
+        Returns
+        -------
+        orderings : ndarray of shape (n_rows, n_columns, T)
+        log_likelihood : ndarray of shape (n_rows, n_columns)
+        possible : bool ndarray of shape (n_rows, n_columns)
+        """
+        n_rows, n_steps = batch["values"].shape[:2]
+        if self.method == "beam":
+            outputs = estimator._predict_on_batch(decoder, batch, n_rows)
+            likelihood = np.asarray(outputs["log_likelihood"])
+            return np.asarray(outputs["orderings"]), likelihood, likelihood > NEGATIVE_LOGIT / 2
+        starts, possible = self._lane_starts(batch["lengths"])
+        n_columns = starts.shape[1]
+        orderings = np.empty((n_rows, n_columns, n_steps), dtype=np.int32)
+        likelihood = np.empty((n_rows, n_columns), dtype=np.float32)
+        for chunk, columns in enumerate(self._chunks(n_columns)):
+            inputs = {**batch, "starts": starts[:, columns]}
+            if self.method == "sample":
+                inputs["noise"] = self._noise(n_rows, n_steps, first_sample, chunk)
+            outputs = estimator._predict_on_batch(decoder, inputs, n_rows)
+            orderings[:, columns] = np.asarray(outputs["orderings"])
+            likelihood[:, columns] = np.asarray(outputs["log_likelihood"])
+        return orderings, likelihood, possible
+
+
+def _chosen(costs, likelihood, possible):
+    """The column of each row's kept candidate: the cheapest possible one (costs
+    within :data:`_COST_TIE` of each other tie), the likeliest among ties; without
+    ``costs``, the likeliest."""
+    likelihood = np.where(possible, likelihood, -np.inf)
+    if costs is None:
+        return np.argmax(likelihood, axis=1)
+    costs = np.where(possible, costs, np.inf)
+    cheapest = costs.min(axis=1, keepdims=True)
+    tied = costs <= cheapest + _COST_TIE * np.maximum(np.abs(cheapest), 1.0)
+    return np.argmax(np.where(tied, likelihood, -np.inf), axis=1)
+
+
+def _candidate_costs(estimator, codec, orderings, possible, samples, ids):
+    """The cost of every possible candidate (n, C, T) of the samples ``ids``, inf for
+    the others."""
+    sample, column = np.nonzero(possible)
+    candidates = orderings[sample, column].astype(np.int64)
+    candidates = codec.canonical(candidates, (candidates >= 0).sum(axis=1))
+    costs = np.full(possible.shape, np.inf)
+    costs[sample, column] = call_cost(
+        estimator.cost, samples_at(samples, ids[sample]), candidates, ids[sample]
+    )
+    return costs
+
+
+def decode_sequences(estimator, sequences, codec, samples=None, distributions=True):
+    """Orderings (and pointer distributions) of validated sequences, decoded by a
+    fitted :class:`~skptr.PointerNetworkOrderer` as its ``decode``, ``n_candidates``,
+    ``beam_width``, ``augment`` and ``cost`` say.
+
+    Parameters
+    ----------
+    estimator : PointerNetworkOrderer
+        A fitted estimator whose decoding parameters are checked.
+    sequences : PaddedSequences
+        Validated input sequences.
+    codec : PointerCodec
+        The estimator's codec.
+    samples : array-like, optional
+        The samples as a cost receives them (see :func:`~skptr.pointer._codec.given_form`);
+        required with a cost.
+    distributions : bool, default=True
+        Whether to compute the pointer distributions along the kept orderings.
+
+    Returns
+    -------
+    tuple
+        What :meth:`PointerCodec.decode` returns: orderings, then distributions (None
+        unless asked for).
+    """
+    plan = DecodingPlan.resolve(estimator, sequences)
+    per_call = plan.samples_per_call
+    n_padded = estimator._inference_rows(sequences.n_samples, per_call)
+    decoder = estimator._inference_model(
+        plan.decoder_key, plan.decoder, n_padded * plan.n_images, sequences.max_length
+    )
+    inputs = PointerCodec.decoder_inputs(sequences, n_padded)
+    kept_orderings, kept_images = [], []
+    with quiet_retracing():
+        for first in range(0, n_padded, per_call):
+            batch = take(inputs, slice(first, first + per_call))
+            images = mirror_images(batch, plan.n_images) if plan.n_images > 1 else batch
+            orderings, likelihood, possible = plan.candidates(estimator, decoder, images, first)
+            # Each sample's candidates: those of each of its images in turn.
+            n_rows, n_steps = len(batch["lengths"]), orderings.shape[-1]
+            orderings = orderings.reshape(n_rows, -1, n_steps)
+            likelihood = likelihood.reshape(n_rows, -1)
+            possible = possible.reshape(n_rows, -1)
+            ids = np.arange(first, min(first + n_rows, sequences.n_samples))
+            possible[len(ids) :] = False
+            possible[len(ids) :, 0] = True  # padding rows keep any candidate
+            costs = None
+            if estimator.cost is not None and orderings.shape[1] > 1:
+                costs = np.zeros(possible.shape)
+                costs[: len(ids)] = _candidate_costs(
+                    estimator, codec, orderings[: len(ids)], possible[: len(ids)], samples, ids
+                )
+            column = _chosen(costs, likelihood, possible)
+            rows = np.arange(n_rows)
+            kept_orderings.append(orderings[rows, column])
+            image_row = rows * plan.n_images + column // (orderings.shape[1] // plan.n_images)
+            kept_images.append(take(images, image_row))
+    orderings = np.concatenate(kept_orderings)
+    found = None
+    if distributions:
+        found = _distributions(estimator, kept_images, kept_orderings, n_padded)
+    return codec.decode(orderings, found, sequences.n_samples)
+
+
+def _distributions(estimator, images, orderings, per_call):
+    """The pointer distributions along the kept orderings of each batch, on the image
+    each was decoded from."""
+    scorer = estimator._inference_model(
+        ("scorer",), PointerScorer, per_call, images[0]["values"].shape[1]
+    )
+    found = []
+    with quiet_retracing():
+        for batch, ordering in zip(images, orderings, strict=True):
+            inputs = {**batch, "orderings": ordering}
+            found.append(
+                np.asarray(estimator._predict_on_batch(scorer, inputs, per_call)["distributions"])
+            )
+    return np.concatenate(found)
