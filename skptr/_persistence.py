@@ -41,6 +41,7 @@ and every problem is a ``ValueError`` that names the file:
 from __future__ import annotations
 
 import contextlib
+import errno
 import inspect
 import io
 import json
@@ -220,7 +221,16 @@ def _write_atomically(path, data):
             )
         mode = stat.S_IMODE(status.st_mode)
     directory, name = os.path.split(target)
-    handle, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
+    _check_directory(path)
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
+    except OSError as error:  # it names the temporary file: name the user's path instead
+        raise type(error)(
+            error.errno,
+            f"Cannot write {path}: no file can be created in its directory "
+            f"({error.strerror or error})",
+            directory,
+        ) from error
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
@@ -232,6 +242,25 @@ def _write_atomically(path, data):
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+def _check_directory(path):
+    """Raise ``FileNotFoundError`` naming the directory of ``path`` if it is missing (or
+    ``NotADirectoryError`` if it is a file), before any work is done for a save."""
+    given = os.path.dirname(path) or os.curdir
+    target = os.path.dirname(os.path.realpath(path))  # the link's target's, for a link
+    for folder in (given, target):
+        if os.path.isdir(folder):
+            continue
+        if os.path.exists(folder):
+            error, code, what = NotADirectoryError, errno.ENOTDIR, "is a file, not a directory;"
+        else:
+            error, code, what = FileNotFoundError, errno.ENOENT, "does not exist; create it or"
+        raise error(
+            code,
+            f"Cannot save to {path}: the directory {folder} {what} choose another path",
+            folder,
+        )
 
 
 def _umask():
@@ -274,6 +303,9 @@ def save(estimator, path):
         a cost function, a ``RandomState`` instance): such estimators can only be
         pickled; or if
         ``path`` is not a str, bytes or path-like object.
+    FileNotFoundError
+        If the directory of ``path`` does not exist (``NotADirectoryError`` if it is a
+        file), naming it.
     PermissionError
         If ``path`` is a read-only file.
     ValueError
@@ -283,6 +315,7 @@ def save(estimator, path):
     if ESTIMATOR_CLASSES.get(name) is None:
         raise TypeError(f"{name} is not a skptr estimator.")
     path = _checked_path(path)
+    _check_directory(path)
     params = estimator.get_params(deep=False)
     if params.get("callbacks"):
         raise TypeError(

@@ -395,6 +395,28 @@ def _sample_tokens(sample, label):
     return tokens
 
 
+def _refuse_tables_of_several_columns(X, name):
+    """Refuse a table with named columns (a pandas DataFrame) of several columns.
+
+    A table's columns are variables, but a sample of token sequences is one sequence:
+    reading each row as a sequence of one token per column would silently turn a table
+    of texts into sequences of whole texts. A 2-D array stays one sequence per row.
+    """
+    columns = getattr(X, "columns", None)
+    shape = getattr(X, "shape", None)
+    if columns is None or not isinstance(shape, tuple) or len(shape) != 2 or shape[1] <= 1:
+        return
+    columns = list(columns)
+    names = ", ".join(repr(column) for column in columns[:5])
+    more = ", ..." if shape[1] > 5 else ""
+    raise ValueError(
+        f"{name} is a {type(X).__name__} of {shape[1]} columns ({names}{more}), but each "
+        "sample is one token sequence, not a row of a table. Pass one column (such as "
+        f"{name}[{columns[0]!r}], one string per sample), a list of token lists, or "
+        f"{name}.to_numpy() to read each row as a sequence of one token per column."
+    )
+
+
 def check_token_sequences(X, name="X"):
     """Validate a collection of token sequences.
 
@@ -404,7 +426,8 @@ def check_token_sequences(X, name="X"):
         Strings, lists or tuples of hashable tokens, or 1-D arrays; a 2-D array is read
         as one sequence per row, a 1-D array of strings as one string per sample, and a
         table of one column of strings or sequences (such as a one-column DataFrame)
-        as one sequence per row.
+        as one sequence per row. A table of several named columns (a DataFrame) is
+        refused: its rows are not token sequences.
         Lengths may differ; empty sequences are allowed.
     name : str, default="X"
         Name of the argument, used in error messages.
@@ -420,10 +443,12 @@ def check_token_sequences(X, name="X"):
     ------
     ValueError
         If a sample is not a token sequence, holds an unhashable or NaN token, or is a
-        multi-dimensional array, naming the sample.
+        multi-dimensional array, naming the sample; or if ``X`` is a DataFrame of
+        several columns.
     TypeError
         If ``X`` is not a collection of samples.
     """
+    _refuse_tables_of_several_columns(X, name)
     X = _as_array_if_array_like(X)
     if isinstance(X, np.ndarray) and X.dtype.kind in "OU" and X.ndim == 2 and X.shape[1] == 1:
         X = X[:, 0]  # a table of one column: one sequence (such as a string) per row

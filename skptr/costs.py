@@ -4,6 +4,8 @@ A cost is a function ``cost(X, orderings) -> ndarray of shape (n_samples,)``, lo
 better: ``X`` is a batch of samples in the form the estimator received them (an array
 when all have one length, a list of sequences otherwise) and ``orderings`` their
 orderings in ``predict``'s format (positions, -1 after the end of a shorter sample).
+Each cost is a finite real number (not complex, not a boolean) of magnitude at most
+1e30, since training computes with the costs in float32: rescale larger costs.
 Pass one as ``PointerNetworkOrderer(cost=...)``, or the name of a built-in one:
 
 - ``"tour"``: :func:`tour_length`, the length of the closed tour;

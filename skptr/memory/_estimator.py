@@ -345,7 +345,9 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         Parameters
         ----------
         X : sequence of token sequences
-            Strings, lists or tuples of tokens, or 1-D arrays, of any lengths.
+            Strings, lists or tuples of tokens, or 1-D arrays, of any lengths; a 2-D
+            array is one sequence per row, a Series or one-column DataFrame one per
+            row (a DataFrame of several columns is refused).
 
         Returns
         -------

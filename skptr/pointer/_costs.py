@@ -126,8 +126,7 @@ def _real_values(values, name, orderings, sample_ids):
         array = np.asarray(values)
     except (TypeError, ValueError) as error:  # ragged nested lists
         raise ValueError(
-            f"The cost {name} must return an array of numbers, one per sample; it "
-            f"returned {type(values).__name__}."
+            f"{_NUMBERS.format(name=name)}; it returned {type(values).__name__}."
         ) from error
     if array.shape != (len(orderings),):
         raise ValueError(
@@ -140,36 +139,42 @@ def _real_values(values, name, orderings, sample_ids):
             problem = _not_a_real_number(item)
             if problem:
                 raise ValueError(
-                    f"The cost {name} returned {problem} for X[{int(sample_ids[i])}]; "
-                    f"{_REAL_NUMBERS}"
+                    f"{_NUMBERS.format(name=name)}; it returned {problem[0]} for "
+                    f"X[{int(sample_ids[i])}].{_HINTS.get(problem[1], '')}"
                 )
     elif kind not in "iuf":
-        problem = _NOT_REAL_KINDS.get(kind, f"values of dtype {array.dtype}")
-        raise ValueError(f"The cost {name} returned {problem}; {_REAL_NUMBERS}")
-    return array.astype(np.float64)
+        problem = _NOT_REAL_KINDS.get(kind, "values")
+        raise ValueError(
+            f"{_NUMBERS.format(name=name)}; it returned {problem} (dtype {array.dtype})."
+            f"{_HINTS.get(kind, '')}"
+        )
+    try:
+        return array.astype(np.float64)
+    except OverflowError as error:  # Python integers beyond float64
+        raise ValueError(
+            f"{_NUMBERS.format(name=name)}; it returned integers too large for a float: "
+            "rescale the cost."
+        ) from error
 
 
-_REAL_NUMBERS = (
-    "a cost must return one real number per sample (int or float); convert explicitly, "
-    "e.g. np.abs(...) or .real for complex numbers, .astype(float) for booleans."
-)
-_NOT_REAL_KINDS = {
-    "b": "booleans",
-    "c": "complex numbers",
-    "U": "strings",
-    "S": "bytes",
+_NUMBERS = "The cost {name} must return an array of numbers, one real number per sample"
+_NOT_REAL_KINDS = {"b": "booleans", "c": "complex numbers", "U": "strings", "S": "bytes"}
+# How to convert values of each dtype kind, when there is a sensible way.
+_HINTS = {
+    "b": " Convert them explicitly if they are meant as costs (.astype(float)).",
+    "c": " Return a real cost explicitly, such as np.abs(...) or .real of the values.",
 }
 
 
 def _not_a_real_number(item):
-    """What ``item`` is, if it is not a real number; else ``None``."""
+    """``(description, dtype kind)`` of ``item`` if it is not a real number, else ``None``."""
     if isinstance(item, bool | np.bool_):
-        return f"the boolean {item!r}"
+        return f"the boolean {item!r}", "b"
     if isinstance(item, numbers.Real | decimal.Decimal):
         return None
     if isinstance(item, numbers.Complex):
-        return f"the complex number {item!r}"
-    return f"{item!r}, a {type(item).__name__}, not a number"
+        return f"the complex number {item!r}", "c"
+    return f"{item!r} (a {type(item).__name__}, not a number)", "O"
 
 
 class CostErrors(keras.callbacks.Callback):
