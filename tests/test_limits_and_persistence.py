@@ -31,7 +31,7 @@ import skptr._limits
 from skptr import NeuralStackTransducer, PointerNetworkOrderer
 from skptr.memory import _estimator as transducer_module
 from skptr.pointer import _codec as pointer_codec_module
-from skptr.pointer._sizes import beams, count_orderings
+from skptr.pointer._sizes import count_orderings
 from skptr.preprocessing import TextTokenizer
 
 # One batch for the fixture's 64 samples: the tests here are about what a fit keeps.
@@ -221,7 +221,7 @@ def test_beam_width_is_capped_at_the_number_of_orderings(orderer):
     beam = _copy(estimator).set_params(decode="beam", beam_width=6)  # 3! orderings
     exact = beam.predict(X), beam.predict_proba(X)
     wide = beam.set_params(beam_width=10**6)
-    assert beams(wide.decode, wide.beam_width, 3, wide.ordered_subsets_) == 6
+    assert count_orderings(3, wide.ordered_subsets_, wide.beam_width) == 6
     np.testing.assert_array_equal(wide.predict(X), exact[0])
     np.testing.assert_allclose(wide.predict_proba(X), exact[1], atol=1e-6)
 
@@ -238,7 +238,7 @@ def test_decoding_that_cannot_fit_in_memory_fails_at_once(orderer, one_gib_machi
     estimator, _ = orderer
     wide = _copy(estimator).set_params(decode="beam", beam_width=10**4)
     X = np.random.default_rng(2).random((1, 200))
-    with pytest.raises(MemoryError, match=r"decoding would need about .*beams=10000"):
+    with pytest.raises(MemoryError, match=r"decoding would need about .*candidates=10000"):
         wide.predict(X)
 
 
@@ -404,7 +404,8 @@ def test_distinct_seeds_give_distinct_fits():
         ("n_iter_no_change", True),
         ("n_glimpses", False),
         ("beam_width", True),
-        ("symmetries", True),
+        ("n_candidates", True),
+        ("n_rollouts", True),
         ("random_state", True),
     ],
 )

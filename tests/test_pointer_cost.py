@@ -15,8 +15,9 @@ from sklearn.utils._param_validation import InvalidParameterError
 from skptr import PointerNetworkOrderer, load
 from skptr._sequences import check_numeric_sequences
 from skptr.costs import path_length, tour_length
+from skptr.pointer import _sizes
 from skptr.pointer._layers import PointerNetwork
-from skptr.pointer._reinforce import SAMPLED_ROLLOUTS, CostTrainer, graph_costs, graph_length
+from skptr.pointer._reinforce import CostTrainer, graph_costs, graph_length
 from skptr.pointer._symmetries import mirror_images
 
 TINY = {"hidden_size": 8, "encoder": "attention", "epochs": 1, "batch_size": 32}
@@ -70,15 +71,20 @@ def test_costs_refuse_orderings_that_skip_elements():
         tour_length(np.zeros((2, 3, 2)), [[0, 1, 2], [2, 0, -1]])
 
 
+SAMPLED_ROLLOUTS = 8
+
+
 def _sampled_and_exact_gradients(every_start, n_instances):
     """The training loss and its gradient on ``n_instances`` copies of three points
     (path cost), and the expected cost and its exact gradient over the six orderings,
-    each weighted by its probability (given its start with ``every_start``)."""
+    each weighted by its probability (given its start with ``every_start``: one
+    rollout from each start, else 8 sampled ones)."""
     import tensorflow as tf
 
     points = np.array([[0.0, 0.0], [1.0, 0.2], [0.3, 0.9]], dtype="float32")
     network = PointerNetwork(hidden_size=8, encoder="attention", seed=3).build_for(2)
-    trainer = CostTrainer(network, graph_costs("path"), every_start=every_start, seed=0)
+    n_rollouts = None if every_start else SAMPLED_ROLLOUTS
+    trainer = CostTrainer(network, graph_costs("path"), n_rollouts, every_start, seed=0)
     inputs = {
         "values": np.repeat(points[None], n_instances, 0),
         "lengths": np.full(n_instances, 3, "int32"),
@@ -152,7 +158,7 @@ def test_decoding_with_a_cost_keeps_the_cheapest_candidate():
     beam = tour_length(X, est.set_params(decode="beam", beam_width=3).predict(X))
     est.set_params(cost=user_tour)
     cheapest_beam = tour_length(X, est.predict(X))
-    every_start = tour_length(X, est.set_params(decode="greedy").predict(X))
+    every_start = tour_length(X, est.set_params(decode="multistart").predict(X))
     # The likeliest hypotheses are among the candidates.
     assert np.all(cheapest_beam <= beam + 1e-9) and np.all(every_start <= greedy + 1e-9)
     assert every_start.mean() < greedy.mean()
@@ -204,11 +210,11 @@ def test_decoding_mirror_images_keeps_the_best_candidate_of_every_image():
     est = PointerNetworkOrderer(cycle="undirected", cost="tour", random_state=0, **TINY).fit(X)
     X = X[:60]
     for decoding in ({"decode": "greedy"}, {"decode": "beam", "beam_width": 3}):
-        est.set_params(symmetries=1, **decoding)
+        est.set_params(augment=False, **decoding)
         each_image = np.stack(
             [tour_length(X, est.predict(_mirror_image(X, image))) for image in range(8)]
         )
-        est.set_params(symmetries=8)
+        est.set_params(augment=True)
         mirrored = est.predict(X)
         np.testing.assert_allclose(tour_length(X, mirrored), each_image.min(axis=0), rtol=1e-6)
         assert tour_length(X, mirrored).mean() < each_image[0].mean()
@@ -223,9 +229,9 @@ def test_decoding_mirror_images_keeps_the_best_candidate_of_every_image():
         return np.log(chosen).sum(axis=(1, 2))
 
     for decoding in ({"decode": "greedy"}, {"decode": "beam", "beam_width": 3}):
-        est.set_params(cost=None, symmetries=1, **decoding)
+        est.set_params(cost=None, augment=False, **decoding)
         each_image = np.stack([log_likelihood(_mirror_image(X, image)) for image in range(8)])
-        est.set_params(symmetries=8)
+        est.set_params(augment=True)
         np.testing.assert_allclose(log_likelihood(X), each_image.max(axis=0), atol=1e-4)
 
 
@@ -235,8 +241,8 @@ def test_mirror_images_of_samples_of_different_lengths():
     est = PointerNetworkOrderer(cycle="undirected", cost="tour", random_state=0, **TINY)
     est.fit(ragged)
     for decoding in ({"decode": "greedy"}, {"decode": "beam", "beam_width": 8}):
-        alone = tour_length(ragged, est.set_params(symmetries=1, **decoding).predict(ragged))
-        orderings = est.set_params(symmetries=8).predict(ragged)
+        alone = tour_length(ragged, est.set_params(augment=False, **decoding).predict(ragged))
+        orderings = est.set_params(augment=True).predict(ragged)
         for points, ordering in zip(ragged, orderings, strict=True):
             assert sorted(ordering[ordering >= 0]) == list(range(len(points)))
         assert np.all(tour_length(ragged, orderings) <= alone + 1e-9)
@@ -245,15 +251,15 @@ def test_mirror_images_of_samples_of_different_lengths():
 @once
 def test_mirror_images_need_points_in_the_plane():
     X = np.random.default_rng(11).random((16, 4, 3))
-    est = PointerNetworkOrderer(cost=user_tour, symmetries=8, random_state=0, **TINY)
-    with pytest.raises(ValueError, match=r"symmetries=8 .* needs 2 features .* fitted on 3"):
+    est = PointerNetworkOrderer(cost=user_tour, augment=True, random_state=0, **TINY)
+    with pytest.raises(ValueError, match=r"augment=True .* needs 2 features .* fitted on 3"):
         est.fit(X)
     assert not hasattr(est, "network_")
-    est.set_params(symmetries=1).fit(X)
-    with pytest.raises(ValueError, match=r"symmetries=8 .* needs 2 features"):
-        est.set_params(symmetries=8).predict(X)
-    with pytest.raises(InvalidParameterError, match=r"'symmetries' parameter"):
-        est.set_params(symmetries=3).fit(X)
+    est.set_params(augment=False).fit(X)
+    with pytest.raises(ValueError, match=r"augment=True .* needs 2 features"):
+        est.set_params(augment=True).predict(X)
+    with pytest.raises(InvalidParameterError, match=r"'augment' parameter"):
+        est.set_params(augment=8).fit(X)
 
 
 @once
@@ -304,13 +310,13 @@ def test_persistence_keeps_a_built_in_cost_by_name_and_a_function_by_reference(t
         cycle="undirected",
         decode="beam",
         beam_width=3,
-        symmetries=8,
+        augment=True,
         random_state=0,
         **TINY,
     ).fit(X)
     est.save(tmp_path / "tour.skptr")
     loaded = load(tmp_path / "tour.skptr")
-    assert loaded.cost == "tour" and loaded.symmetries == 8
+    assert loaded.cost == "tour" and loaded.augment is True
     np.testing.assert_array_equal(loaded.predict(X), est.predict(X))
     est.set_params(cost=user_tour)
     restored = pickle.loads(pickle.dumps(est))
@@ -324,10 +330,30 @@ def test_persistence_keeps_a_built_in_cost_by_name_and_a_function_by_reference(t
 def test_a_pickle_from_before_a_hyperparameter_existed_takes_its_default():
     est = PointerNetworkOrderer(cost="tour", random_state=0, **TINY).fit(_points(32, 4, seed=8))
     state = est.__getstate__()
-    del state["symmetries"]
+    del state["n_candidates"]
     restored = PointerNetworkOrderer.__new__(PointerNetworkOrderer)
     restored.__setstate__(state)
-    assert restored.get_params()["symmetries"] == 1
+    assert restored.get_params()["n_candidates"] is None
+
+
+@once
+def test_a_pickle_from_before_explicit_decoding_decodes_and_trains_as_it_did():
+    # Then greedy decoding with a cost ran from every start, symmetries=8 decoded the
+    # mirror images, and with cycle set the training rolled out one ordering per start.
+    X = _points(32, 4, seed=8)
+    est = PointerNetworkOrderer(cost="tour", cycle="undirected", random_state=0, **TINY).fit(X)
+    state = est.__getstate__()
+    for name in ("n_candidates", "augment", "rollouts", "n_rollouts"):
+        del state[name]
+    state["symmetries"] = 8
+    restored = PointerNetworkOrderer.__new__(PointerNetworkOrderer)
+    restored.__setstate__(state)
+    params = restored.get_params()
+    assert "symmetries" not in params and params["augment"] is True
+    assert params["decode"] == "multistart" and params["n_candidates"] is None
+    assert params["rollouts"] == "multistart" and params["n_rollouts"] is None
+    expected = est.set_params(decode="multistart", augment=True).predict(X)
+    np.testing.assert_array_equal(restored.predict(X), expected)
 
 
 def _raises(X, orderings):
@@ -340,12 +366,116 @@ def _fails_after_the_first_call(X, orderings):
     return user_tour(X, orderings)
 
 
-def test_greedy_decoding_with_a_cost_tries_every_start_without_cycles_too():
+def test_a_cost_never_changes_which_decoding_runs():
     X = _points(64, 6, seed=4)
     est = PointerNetworkOrderer(cost="path", random_state=0, **TINY).fit(X)
+    with_cost = est.predict(X)
+    np.testing.assert_array_equal(with_cost, est.set_params(cost=None).predict(X))
+    est.set_params(cost="path", decode="multistart")
     every_start = path_length(X, est.predict(X))
-    greedy = path_length(X, est.set_params(cost=None).predict(X))
+    greedy = path_length(X, with_cost)
     assert np.all(every_start <= greedy + 1e-9) and every_start.mean() < greedy.mean()
+
+
+def _log_likelihoods(est, X, decodings):
+    """The log-likelihood under ``est`` of its orderings of ``X`` for each decoding."""
+    found = []
+    for decoding in decodings:
+        est.set_params(**decoding)
+        orderings = est.predict(X)
+        chosen = np.take_along_axis(est.predict_proba(X), orderings[:, :, None], axis=2)
+        found.append(np.log(np.maximum(chosen[..., 0], 1e-30)).sum(axis=1))
+    return found
+
+
+DECODINGS = (
+    {"decode": "sample", "n_candidates": 6},
+    {"decode": "multistart", "n_candidates": None},
+    {"decode": "beam", "beam_width": 4},
+)
+
+
+def test_no_decoding_is_costlier_than_greedy_also_on_longer_inputs():
+    # Trained on 6 cities, decoded on 6, 18 and 30: every decoding's candidates include
+    # the greedy ordering, so none is costlier than greedy on any sample.
+    est = PointerNetworkOrderer(cost="tour", random_state=0, **TINY).fit(_points(64, 6, 13))
+    rng = np.random.default_rng(14)
+    for n_cities in (6, 18, 30):
+        X = rng.random((24, n_cities, 2))
+        greedy = tour_length(X, est.set_params(decode="greedy").predict(X))
+        for decoding in DECODINGS:
+            cheapest = tour_length(X, est.set_params(**decoding).predict(X))
+            assert np.all(cheapest <= greedy + 1e-9), (n_cities, decoding)
+            if n_cities == 6 or decoding["decode"] != "sample":  # samples of a flat
+                assert cheapest.mean() < greedy.mean(), (n_cities, decoding)  # model: worse
+
+
+def test_without_a_cost_no_decoding_is_less_likely_than_greedy_on_longer_inputs():
+    est = PointerNetworkOrderer(cost="tour", random_state=0, **TINY).fit(_points(64, 6, 15))
+    X = np.random.default_rng(16).random((16, 30, 2))
+    est.set_params(cost=None)
+    greedy, *others = _log_likelihoods(est, X, ({"decode": "greedy"}, *DECODINGS))
+    for decoding, likelihood in zip(DECODINGS, others, strict=True):
+        assert np.all(likelihood >= greedy - 1e-3), decoding
+
+
+def test_ties_in_cost_keep_the_likeliest_candidate():
+    X = _points(32, 6, seed=17)
+    est = PointerNetworkOrderer(cost="tour", random_state=0, **TINY).fit(X)
+    for decoding in DECODINGS:
+        likeliest = est.set_params(cost=None, **decoding).predict(X)
+        constant = est.set_params(cost=lambda X, o: np.ones(len(X))).predict(X)
+        np.testing.assert_array_equal(constant, likeliest)
+
+
+def test_sampled_candidates_are_repeatable_with_an_int_random_state():
+    X = _points(16, 7, seed=18)
+    est = PointerNetworkOrderer(cost="tour", random_state=0, **TINY).fit(X)
+    est.set_params(decode="sample", n_candidates=3)
+    first = est.predict(X)
+    np.testing.assert_array_equal(est.predict(X), first)
+    assert not np.array_equal(est.set_params(random_state=1).predict(X), first)
+
+
+def test_multistart_spreads_its_starts_and_decodes_every_start_in_pieces(monkeypatch):
+    X = _points(8, 9, seed=19)
+    est = PointerNetworkOrderer(cost=user_tour, random_state=0, **TINY).fit(X)
+    est.set_params(decode="multistart")
+    every_start = est.predict(X)
+    # A call allowed a few numbers decodes the candidates in several pieces: the same.
+    shared, per_lane = _sizes.decoding_numbers(est._as_fitted(), 9, sampled=False)
+    monkeypatch.setattr(_sizes, "DECODER_NUMBERS", shared + 3 * per_lane)
+    np.testing.assert_array_equal(est.predict(X), every_start)
+    monkeypatch.undo()
+    fewer = tour_length(X, est.set_params(n_candidates=3).predict(X))
+    assert np.all(tour_length(X, every_start) <= fewer + 1e-9)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("decode", "bogus"), ("n_candidates", 0), ("beam_width", -1), ("augment", 8), ("cost", 3)],
+)
+def test_a_typo_in_a_decoding_parameter_raises_at_every_inference_call(name, value):
+    X = _points(8, 4, seed=20)
+    est = PointerNetworkOrderer(cost="tour", random_state=0, **TINY).fit(X)
+    est.set_params(**{name: value})
+    for call in (est.predict, est.predict_proba, est.score):
+        with pytest.raises(InvalidParameterError, match=f"'{name}' parameter"):
+            call(X)
+
+
+@once
+def test_cycle_says_what_the_targets_are_and_leaves_the_training_alone():
+    X = _points(64, 5, seed=21)
+    plain = PointerNetworkOrderer(cost="tour", random_state=0, **TINY).fit(X)
+    cycles = PointerNetworkOrderer(cost="tour", cycle="undirected", random_state=0, **TINY)
+    cycles.fit(X)
+    for a, b in zip(plain.network_.get_weights(), cycles.network_.get_weights(), strict=True):
+        np.testing.assert_array_equal(a, b)
+    multistart = PointerNetworkOrderer(
+        cost="tour", rollouts="multistart", n_rollouts=None, random_state=0, **TINY
+    ).fit(X)
+    assert np.isfinite(multistart.history_["loss"]).all()
 
 
 @pytest.mark.parametrize(

@@ -16,10 +16,11 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 from skptr import PointerNetworkOrderer
 from skptr._inference import inference_models
+from skptr._sequences import check_numeric_sequences
 from skptr.datasets import make_sorting
 from skptr.metrics import position_accuracy, sequence_accuracy
+from skptr.pointer._candidates import DecodingPlan
 from skptr.pointer._codec import PointerCodec
-from skptr.pointer._sizes import decoder_batch_size
 
 SMALL = {"hidden_size": 16, "epochs": 1, "batch_size": 64, "random_state": 0}
 
@@ -112,22 +113,25 @@ def test_large_calls_decode_as_small_ones_do(sorter, decode, beam_width):
 
 
 @pytest.mark.parametrize(
-    ("params", "n_positions", "expected"),
+    ("params", "n_positions", "lanes", "samples"),
     [
-        ({}, 10, 2048),
-        ({"decode": "beam", "beam_width": 3}, 10, 512),
-        ({"decode": "beam", "beam_width": 5}, 10, 256),
-        ({}, 100, 1024),
-        ({}, 500, 64),
-        ({}, 5000, 1),
-        ({"batch_size": 4096}, 10, 4096),
-        ({"batch_size": 4096}, 500, 64),
+        ({}, 10, 1, 2048),
+        ({"decode": "beam", "beam_width": 3}, 10, 3, 512),
+        ({}, 500, 1, 512),
+        ({}, 5000, 1, 32),
+        ({"batch_size": 4096}, 10, 1, 4096),
+        ({"decode": "multistart"}, 100, 101, 64),
+        ({"decode": "multistart"}, 1000, 925, 1),  # every start, in two calls
+        ({"decode": "sample", "n_candidates": 7}, 200, 8, 32),
     ],
 )
-def test_decoding_batches_hold_about_2048_rows_within_memory(params, n_positions, expected):
-    est = PointerNetworkOrderer(**params)
-    beams = est.beam_width if est.decode == "beam" else 1
-    assert decoder_batch_size(est.batch_size, n_positions, beams) == expected
+def test_decoding_calls_hold_about_2048_lanes_within_memory(params, n_positions, lanes, samples):
+    X, y = np.random.default_rng(0).random((64, 10)), np.tile(np.arange(10), (64, 1))
+    fitted = PointerNetworkOrderer(hidden_size=8, epochs=1, random_state=0).fit(X, y)
+    est = clone(fitted).set_params(**params)
+    est.__dict__.update({k: v for k, v in vars(fitted).items() if k.endswith("_")})
+    plan = DecodingPlan.resolve(est, check_numeric_sequences(np.zeros((1, n_positions))))
+    assert (plan.lanes, plan.samples_per_call) == (lanes, samples)
 
 
 def test_pickle_and_joblib_round_trips_predict_identically(sorter, sorting_split, tmp_path):

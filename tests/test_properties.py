@@ -180,8 +180,9 @@ _ODD_VALID = {
         "batch_size": [1, np.int64(10**6)],
         "verbose": [np.int64(0), False],
         "random_state": [2**32 - 1, np.int64(7), np.random.RandomState(0), None],
-        "decode": ["beam", np.str_("greedy")],
-        "symmetries": [np.int64(1)],
+        "decode": ["beam", np.str_("greedy"), "sample", np.str_("multistart")],
+        "augment": [np.bool_(True), False],
+        "n_candidates": [np.int64(3), None],
         "cycle": ["directed", np.str_("undirected")],
     },
     "transducer": {

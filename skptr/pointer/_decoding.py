@@ -187,14 +187,11 @@ def beam_search(network, encoded, lengths, width):
         choice = flat_choice % n_pointers
         rows = ops.reshape(first_row + source, (-1,))
 
-        def gather(tensor):
-            flat = ops.reshape(tensor, (-1, *tensor.shape[2:]))
-            return ops.reshape(ops.take(flat, rows, axis=0), ops.shape(tensor))
-
         states = [[ops.take(s, rows, axis=0) for s in layer] for layer in states]
-        chosen, emitted, finished, _ = _advance(
-            gather(chosen), gather(finished), choice, lengths, n_steps
-        )
+        chosen = ops.take(ops.reshape(chosen, (-1, n_pointers)), rows, axis=0)
+        chosen = ops.reshape(chosen, (-1, width, n_pointers))
+        finished = ops.reshape(ops.take(ops.reshape(finished, (-1,)), rows), (-1, width))
+        chosen, emitted, finished, _ = _advance(chosen, finished, choice, lengths, n_steps)
         return (states, choice, chosen, finished, scores), (source, emitted)
 
     first_lane_only = ops.where(ops.arange(width) == 0, 0.0, NEGATIVE_LOGIT)

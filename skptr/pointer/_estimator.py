@@ -157,8 +157,8 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         Decoding keeps the cheapest of its candidates under it.
     rollouts : {"sample", "multistart"}, default="sample"
         How ``fit(X)`` from a ``cost`` rolls out orderings of each training instance:
-        sampled from the network, or one from each of ``n_rollouts`` start elements
-        (POMO's training, Kwon et al. 2020). The rollouts of an instance are each
+        sampled from the network, or one sampled after each of ``n_rollouts`` start
+        elements (POMO's training, Kwon et al. 2020). The rollouts of an instance are each
         other's baseline.
     n_rollouts : int or None, default=8
         Orderings rolled out per training instance when learning from a ``cost``;

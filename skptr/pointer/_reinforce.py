@@ -1,8 +1,8 @@
 """Learning orderings from a cost alone: REINFORCE with a shared baseline.
 
 Each training instance is rolled out several times (:func:`rollouts`): orderings
-sampled from the network's own pointer distributions, or one greedy ordering from each
-of several start elements, as POMO does (Kwon et al. 2020). The rollouts are scored
+sampled from the network's own pointer distributions, or one sampled from each of
+several start elements, as POMO does (Kwon et al. 2020). The rollouts are scored
 with the cost, and each rollout's advantage is its instance's mean cost minus its own:
 the rollouts of one instance are each other's baseline, so no critic is learned
 (:func:`shared_baseline_loss`). The loss is minus the mean of advantage times
@@ -73,7 +73,8 @@ def spread_starts(n_starts, lengths):
 
 
 def rollouts(network, encoded, lengths, n_rollouts, multistart, seed):
-    """Orderings of each instance, decoded without gradients.
+    """Orderings of each instance sampled from the network (after the given start of
+    each, with ``multistart``), without gradients.
 
     Returns
     -------
@@ -84,14 +85,12 @@ def rollouts(network, encoded, lengths, n_rollouts, multistart, seed):
     """
     frozen = keras.tree.map_structure(ops.stop_gradient, encoded)
     n_samples, n_positions = ops.shape(lengths)[0], ops.shape(frozen[0])[1] - 1
+    noise = gumbel_noise((n_positions, n_samples, n_rollouts, n_positions + 1), seed)
+    starts, weights = None, ops.ones((n_samples, n_rollouts), "float32")
     if multistart:
         starts, distinct = spread_starts(n_rollouts, lengths)
-        orderings, _ = decode_lanes(network, frozen, lengths, n_rollouts, starts=starts)
         weights = ops.cast(distinct, "float32")
-    else:
-        noise = gumbel_noise((n_positions, n_samples, n_rollouts, n_positions + 1), seed)
-        orderings, _ = decode_lanes(network, frozen, lengths, n_rollouts, noise=noise)
-        weights = ops.ones((n_samples, n_rollouts), "float32")
+    orderings, _ = decode_lanes(network, frozen, lengths, n_rollouts, starts=starts, noise=noise)
     return ops.reshape(orderings, (-1, n_positions)), weights
 
 
