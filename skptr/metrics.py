@@ -199,18 +199,21 @@ def tour_length(X, tours):
     return _route_lengths(sequences.values, order, lengths, closed=True)
 
 
-def _route_lengths(values, order, lengths, closed):
-    """Euclidean length of the routes through ``values`` in the validated ``order``
-    (``lengths`` indices each), back to the start when ``closed``."""
-    points = _gather(values, order)
-    hops = np.linalg.norm(np.diff(points, axis=1), axis=-1)
-    inside = np.arange(1, order.shape[1])[None, :] < lengths[:, None]
-    length = np.where(inside, hops, 0.0).sum(axis=1)
+def _route_lengths(values, order, lengths, closed, xp=np):
+    """Euclidean length of the routes through ``values`` (n, T, F) in the validated
+    ``order`` (n, S), ``lengths`` indices each, back to the start when ``closed``.
+
+    ``xp`` is :mod:`numpy` or :mod:`keras.ops`: the estimator computes the built-in
+    costs with this same function inside its compiled training step.
+    """
+    points = xp.take_along_axis(values, xp.maximum(order, 0)[:, :, None], axis=1)
+    hops = xp.sqrt(xp.sum(xp.square(points[:, 1:] - points[:, :-1]), axis=-1))
+    inside = xp.arange(1, order.shape[1])[None, :] < lengths[:, None]
+    length = xp.sum(xp.where(inside, hops, 0.0), axis=1)
     if not closed:
         return length
-    rows = np.arange(len(order))
-    closing = np.linalg.norm(points[rows, np.maximum(lengths - 1, 0)] - points[:, 0], axis=-1)
-    return length + closing
+    last = xp.take_along_axis(points, xp.maximum(lengths - 1, 0)[:, None, None], axis=1)
+    return length + xp.sqrt(xp.sum(xp.square(last[:, 0] - points[:, 0]), axis=-1))
 
 
 # --------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from scipy.spatial.distance import pdist
 from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.utils._param_validation import InvalidParameterError
 
-from skptr import PointerNetworkOrderer, load
+from skptr import PointerNetworkOrderer, load, metrics
 from skptr._sequences import check_numeric_sequences
 from skptr.costs import path_length, tour_length
 from skptr.pointer import _sizes
@@ -66,9 +66,14 @@ def test_in_graph_costs_equal_the_numpy_costs():
         np.testing.assert_allclose(in_graph, numpy_cost(X, orderings), rtol=1e-5)
 
 
-def test_costs_refuse_orderings_that_skip_elements():
-    with pytest.raises(ValueError, match=r"orderings\[1\] orders 2 of the 3 elements of X\[1\]"):
-        tour_length(np.zeros((2, 3, 2)), [[0, 1, 2], [2, 0, -1]])
+def test_one_route_length_for_costs_and_metrics():
+    assert tour_length is metrics.tour_length
+    X = np.array([[[0, 0], [3, 4], [6, 8]]] * 2, dtype=float)
+    # An ordering may leave elements out: the length is that of the listed ones.
+    np.testing.assert_allclose(tour_length(X, [[0, 1, 2], [2, 0, -1]]), [20, 20])
+    np.testing.assert_allclose(path_length(X, [[0, 1, 2], [2, 0, -1]]), [10, 10])
+    with pytest.raises(ValueError, match="orderings"):
+        path_length(X, [[0, 0, 1], [0, 1, 2]])
 
 
 SAMPLED_ROLLOUTS = 8

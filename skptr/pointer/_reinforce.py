@@ -22,6 +22,7 @@ from keras import ops
 
 from .._backend import NetworkWrapper, host_function
 from .._training import WEIGHT_COPIES
+from ..metrics import _route_lengths
 from . import _sizes
 from ._codec import PointerCodec
 from ._costs import CostErrors, call_cost, check_cost_applies, samples_at
@@ -128,18 +129,11 @@ def shared_baseline_loss(costs, log_likelihood, weights):
 
 def graph_length(values, orderings, closed):
     """Length of each path (``closed``: tour) through ``values`` (n, T, F) in the
-    order of ``orderings`` (n, S), -1 after each end; the in-graph twin of
-    :func:`skptr.costs.tour_length` and :func:`skptr.costs.path_length`."""
+    order of ``orderings`` (n, S), -1 after each end, in the compiled step: the
+    built-in costs' own function (:func:`skptr.metrics._route_lengths`) on tensors."""
+    lengths = ops.sum(ops.cast(orderings >= 0, "int32"), axis=1)
     values = ops.cast(values, "float32")
-    valid = orderings >= 0
-    points = ops.take_along_axis(values, ops.maximum(orderings, 0)[:, :, None], axis=1)
-    legs = ops.sqrt(ops.sum(ops.square(points[:, 1:] - points[:, :-1]), axis=-1))
-    length = ops.sum(legs * ops.cast(valid[:, 1:], "float32"), axis=1)
-    if closed:
-        last = ops.sum(ops.cast(valid, "int32"), axis=1) - 1
-        last_points = ops.take_along_axis(points, last[:, None, None], axis=1)[:, 0]
-        length = length + ops.sqrt(ops.sum(ops.square(last_points - points[:, 0]), axis=-1))
-    return length
+    return _route_lengths(values, orderings, lengths, closed, xp=ops)
 
 
 def graph_costs(cost, host_cost=None):
