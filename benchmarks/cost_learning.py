@@ -212,22 +212,20 @@ def _decodings(est, task, config):
     """Mean cost ratio to the reference and milliseconds per instance of each decoding."""
     X_test, reference = task["X_test"], task["reference"]
     decodings = {
-        "greedy": dict(cost=None, decode="greedy"),
-        "greedy from every start": dict(cost=task["cost"], decode="greedy"),
+        "greedy": dict(decode="greedy"),
+        "greedy from every start": dict(decode="multistart", n_candidates=None),
     }
     for width in config["beam_widths"]:
-        decodings[f"cheapest of beam {width}"] = dict(
-            cost=task["cost"], decode="beam", beam_width=width
-        )
-    if task["points"]:  # mirror images: beam search of width 1 is greedy decoding
+        decodings[f"cheapest of beam {width}"] = dict(decode="beam", beam_width=width)
+    if task["points"]:
         for width in config["image_beam_widths"]:
-            name = "greedy" if width == 1 else f"beam {width}"
-            decodings[f"cheapest of {name}, 8 mirror images"] = dict(
-                cost=task["cost"], decode="beam", beam_width=width, symmetries=8
-            )
+            name, params = "greedy", dict(decode="greedy")
+            if width > 1:
+                name, params = f"beam {width}", dict(decode="beam", beam_width=width)
+            decodings[f"cheapest of {name}, 8 mirror images"] = dict(**params, augment=True)
     scores = {}
     for name, params in decodings.items():
-        params = {"symmetries": 1, **params}
+        params = {"augment": False, "cost": task["cost"], **params}
         est.set_params(**params)
         est.predict(X_test)  # compiles the decoder for the timed batches
         with Stopwatch() as watch:

@@ -113,11 +113,9 @@ atc_costs = np.stack(
         for k in np.arange(0.5, 4.01, 0.5)
     ]
 )
-schedules["pointer network, greedy"] = est.set_params(cost=None).predict(X_test)
-# With the cost set, greedy decoding starts from every job and keeps the cheapest.
-schedules["pointer network, every start"] = est.set_params(cost=total_weighted_tardiness).predict(
-    X_test
-)
+schedules["pointer network, greedy"] = est.predict(X_test)
+# Greedy decoding from every job, keeping the cheapest schedule under the cost.
+schedules["pointer network, every start"] = est.set_params(decode="multistart").predict(X_test)
 costs = {name: total_weighted_tardiness(X_test, order) for name, order in schedules.items()}
 costs["ATC, best k per instance"] = atc_costs.min(axis=0)
 costs["pointer network, beam of 8"] = total_weighted_tardiness(
