@@ -34,6 +34,7 @@ SECTIONS = (
     "sklearn_overhead",
     "predict_threads",
     "cpu_allocator",
+    "decoding_scale",
     "sort8_curves",
     "sort_floats",
     "convex_hull",
@@ -137,6 +138,35 @@ RL4CO = {
     "seconds": COST_LEARNING["seconds"],
     "n_test": COST_LEARNING["n_test"],
     "batch_size": 64,
+}
+
+#: ``decoding_scale``: one instance of N uniform random points per size, decoded by each
+#: method (each measurement in a process of its own) by a network with the recommended
+#: settings for tours, fitted from the cost for one epoch of TSP-20 instances (decoding
+#: time does not depend on how well it is trained). Multistart starts from every
+#: element, except at 5,000 elements, where that would take too long.
+DECODING_SCALE = {
+    "sizes": [200, 500, 1000, 2000, 5000],
+    "methods": {
+        "greedy": {"decode": "greedy"},
+        "multistart": {"decode": "multistart", "n_candidates": None},
+        "sample": {"decode": "sample", "n_candidates": 16},
+        "beam": {"decode": "beam", "beam_width": 16},
+    },
+    "overrides": {"5000": {"multistart": {"n_candidates": 100}}},
+    "params": RECOMMENDED_COST_PARAMS,
+    "n_train": 256,
+    "train_length": 20,
+    "epochs": 1,
+    "seed": 0,
+    "timeout_s": 900,
+    # The targets, at 1,000 elements.
+    "targets": {
+        "n_points": 1000,
+        "multistart_s": 20,
+        "multistart_peak_mb": 2000,
+        "greedy_s": 1,
+    },
 }
 
 SEEDS = [0, 1, 2, 3, 4]
@@ -312,6 +342,15 @@ def configuration(quick):
                 "tour_length": 8,
                 "sort_length": 5,
             },
+            "decoding_scale": {
+                **DECODING_SCALE,
+                "sizes": [50],
+                "methods": {
+                    name: DECODING_SCALE["methods"][name] for name in ("greedy", "multistart")
+                },
+                "n_train": 32,
+                "timeout_s": 300,
+            },
             "sort8_curves": {"n_train": 2000, "epochs": 2, "hidden_size": 32},
             "sort_floats": {"sizes": [5], "n_train": 1500, "epochs": 2, "hidden_size": 32},
             "convex_hull": {
@@ -458,6 +497,7 @@ def configuration(quick):
             "threads": [1, 2, 4],
         },
         "cpu_allocator": CPU_ALLOCATOR,
+        "decoding_scale": DECODING_SCALE,
         "sort8_curves": {"n_train": 9000, "epochs": 6, "hidden_size": 64},
         "sort_floats": {"sizes": [5, 10], "n_train": 5000, "epochs": 8, "hidden_size": 64},
         "convex_hull": {
@@ -557,7 +597,7 @@ def main(argv=None):
         print(f"[{time.perf_counter() - start:7.1f} s] {message}", flush=True)
 
     if not args.report_only:
-        from . import budget, cost_learning, precision, quality, speed
+        from . import budget, cost_learning, decoding_scale, precision, quality, speed
 
         runners = {
             "pointer_vs_torch": budget.pointer_vs_torch,
@@ -573,6 +613,7 @@ def main(argv=None):
             "sklearn_overhead": speed.sklearn_overhead,
             "predict_threads": speed.predict_threads,
             "cpu_allocator": speed.cpu_allocator,
+            "decoding_scale": decoding_scale.decoding_scale,
             "sort8_curves": quality.sort8_curves,
             "sort_floats": quality.sort_floats,
             "convex_hull": quality.convex_hull,

@@ -860,6 +860,58 @@ def _allocator_rows(rows):
     )
 
 
+def _target_cell(row, targets):
+    """Whether a ``decoding_scale`` row meets the issue's target for its size and method."""
+    if row["n_points"] != targets["n_points"] or row["method"] not in ("greedy", "multistart"):
+        return ""
+    if row["method"] == "greedy":
+        goal = f"≤ {targets['greedy_s']:g} s"
+        met = row.get("decode_s", float("inf")) <= targets["greedy_s"]
+    else:
+        goal = f"≤ {targets['multistart_s']:g} s, ≤ {targets['multistart_peak_mb']:,} MB"
+        met = (
+            row.get("decode_s", float("inf")) <= targets["multistart_s"]
+            and row.get("peak_mb", float("inf")) <= targets["multistart_peak_mb"]
+        )
+    return f"{goal}: {'met' if met else '**not met**'}"
+
+
+def _decoding_scale_context(section):
+    """The rows of ``decoding_scale``: one per size and method, and the fit's settings."""
+    config, rows = section["config"], section["results"]
+    targets = config["targets"]
+    body = []
+    for row in rows:
+        settings = row["settings"] or "\u2013"
+        if row.get("overridden"):
+            settings += " (not every start: too slow at this size)"
+        if row["status"] != "ok":
+            cells = [row["status"]] + [""] * 5
+        else:
+            cells = [
+                f"{row['first_call_s']:,.2f}",
+                f"{row['decode_s']:,.3f}",
+                f"{row['peak_mb']:,.0f}",
+                f"{row['model_mb']:,.0f}",
+                f"{row['peak_mb'] - row['model_mb']:+,.0f}",
+                _fmt(row.get("vs_greedy"), 4),
+            ]
+        body.append(
+            [f"{row['n_points']:,}", row["method"], settings, *cells, _target_cell(row, targets)]
+        )
+    return {
+        "backend": _backend_name(section),
+        "commit": section["device"].get("skptr_commit", "?"),
+        "params": ", ".join(f"`{k}={v!r}`" for k, v in config["params"].items()),
+        "n_train": config["n_train"],
+        "train_length": config["train_length"],
+        "epochs": config["epochs"],
+        "timeout_s": config["timeout_s"],
+        "targets": {**targets, "n_points": f"{targets['n_points']:,}"},
+        "rows": body,
+    }
+
+
 def _span(values):
     return f"{min(values):,.1f}-{max(values):,.1f}"
 
@@ -1060,6 +1112,9 @@ def report_context(data, run):
         "overhead": section("sklearn_overhead", _overhead_rows),
         "threads": section("predict_threads", _threads_rows),
         "allocator": section("cpu_allocator", _allocator_rows),
+        "decoding_scale": _decoding_scale_context(data["decoding_scale"])
+        if "decoding_scale" in data
+        else None,
         "sort8": {
             "budget": _budget_text(data["sort8_curves"]["results"]["budget"], short),
             "rows": [
