@@ -92,10 +92,13 @@ def sort8_curves(config, log):
     test_inputs = {"values": X_test[:, :, None], "lengths": np.full(len(X_test), 8, np.int32)}
     decoders = {}
 
+    # Greedy decoding: one lane per sequence, its first position chosen by the network.
+    greedy_inputs = {**test_inputs, "starts": np.full((len(X_test), 1), -1, np.int32)}
+
     def pointer_predict(network):
-        decoder = decoders.setdefault(id(network), PointerDecoder(network))
-        outputs = decoder.predict(test_inputs, batch_size=256, verbose=0)
-        return np.asarray(outputs["orderings"])
+        decoder = decoders.setdefault(id(network), PointerDecoder(network, "lanes", 1))
+        outputs = decoder.predict(greedy_inputs, batch_size=256, verbose=0)
+        return np.asarray(outputs["orderings"])[:, 0]
 
     curve = _new_curve()
     est = _pointer(config)

@@ -1,6 +1,7 @@
 """Layers, masking and decoding of the pointer network (no estimator training here)."""
 
 import itertools
+import math
 
 import keras
 import numpy as np
@@ -10,8 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skptr.pointer import _decoding
-from skptr.pointer._decoding import PointerDecoder, beam_decode, greedy_decode
-from skptr.pointer._layers import PointerAttention, PointerNetwork, masked_pointer_crossentropy
+from skptr.pointer._decoding import PointerDecoder, PointerScorer, beam_search, teacher_targets
+from skptr.pointer._layers import (
+    NEGATIVE_LOGIT,
+    PointerAttention,
+    PointerNetwork,
+    masked_pointer_crossentropy,
+)
 from skptr.pointer._reinforce import gumbel_noise
 
 
@@ -113,6 +119,45 @@ def test_general_attention_matches_its_equation():
     )
 
 
+def _encoded(network, values, lengths):
+    return network.encode(values, lengths, training=False)
+
+
+def _greedy(network, values, lengths):
+    """Greedy decoding: one lane per sample, every position chosen by the network."""
+    orderings, log_likelihood = _decoding.decode_lanes(
+        network, _encoded(network, values, lengths), lengths, 1
+    )
+    return np.asarray(orderings)[:, 0], np.asarray(log_likelihood)[:, 0]
+
+
+def _beam(network, values, lengths, width):
+    decoded = beam_search(network, _encoded(network, values, lengths), lengths, width)
+    return tuple(np.asarray(t) for t in decoded)
+
+
+def _noise(values, n_lanes, seed):
+    """Gumbel noise of ``n_lanes`` sampled lanes, in the training rollouts' shape."""
+    n_samples, n_positions = values.shape[:2]
+    return gumbel_noise((n_positions, n_samples, n_lanes, n_positions + 1), seed)
+
+
+def _scored(network, values, lengths, orderings):
+    """PointerScorer's distributions (n, T, T + 1) along ``orderings`` (n, T)."""
+    inputs = {"values": values, "lengths": lengths, "orderings": np.asarray(orderings, "int32")}
+    return np.asarray(PointerScorer(network)(inputs)["distributions"])
+
+
+def _teacher_forced_log_likelihood(network, values, lengths, orderings):
+    """Log-probability of each ordering (n, T) by teacher forcing, the end of output
+    included where the network may end early."""
+    targets = np.asarray(teacher_targets(np.asarray(orderings, "int32"), network.allow_end))
+    logits = np.asarray(network({"values": values, "lengths": lengths, "targets": targets}))
+    log_probs = np.log(np.maximum(_softmax(logits), 1e-30))
+    picked = np.take_along_axis(log_probs, np.maximum(targets, 0)[..., None], -1)[..., 0]
+    return (picked * (targets >= 0)).sum(axis=1)
+
+
 def _check_valid(orderings, lengths, allow_end):
     for row, length in zip(orderings, lengths, strict=True):
         real = row[row >= 0]
@@ -122,6 +167,18 @@ def _check_valid(orderings, lengths, allow_end):
         assert np.all(row[n_real:] == -1), row  # -1 only after the end
         if not allow_end:
             assert n_real == length, row
+
+
+def _n_orderings(length, allow_end):
+    """How many orderings a sample of ``length`` has: its permutations, or with an end
+    of output its ordered subsets (the empty one included)."""
+    if not allow_end:
+        return math.factorial(length)
+    return sum(math.perm(length, k) for k in range(length + 1))
+
+
+def _possible(log_likelihood):
+    return log_likelihood > NEGATIVE_LOGIT / 2
 
 
 # JAX compiles a decoder per new shape: a quarter of the examples there.
@@ -135,16 +192,41 @@ def _check_valid(orderings, lengths, allow_end):
 def test_decoded_orderings_are_always_valid(lengths, allow_end, beam_width, seed):
     network = _VALIDITY_NETWORKS[allow_end]
     values, lengths = _random_batch(np.random.RandomState(seed), lengths)
-    orderings, distributions, _ = greedy_decode(network, values, lengths)
-    _check_valid(np.asarray(orderings), lengths, allow_end)
-    distributions = np.asarray(distributions)
+    orderings, _ = _greedy(network, values, lengths)
+    _check_valid(orderings, lengths, allow_end)
+    # Padding and the positions chosen before get no probability along the way.
+    distributions = _scored(network, values, lengths, orderings)
     for i, length in enumerate(lengths):
         np.testing.assert_array_equal(distributions[i, :, length:-1], 0.0)
-    beam_orderings, _, _ = beam_decode(network, values, lengths, beam_width)
-    _check_valid(np.asarray(beam_orderings), lengths, allow_end)
-    noise = gumbel_noise(values.shape[1], len(lengths), seed)  # as the training samples
-    sampled, _, _ = greedy_decode(network, values, lengths, noise=noise)
-    _check_valid(np.asarray(sampled), lengths, allow_end)
+        for t, position in enumerate(orderings[i]):
+            if position >= 0:
+                np.testing.assert_array_equal(distributions[i, t + 1 :, position], 0.0)
+    # A beam holds every ordering of a short sample once, then impossible hypotheses.
+    beam_orderings, beam_likelihood = _beam(network, values, lengths, beam_width)
+    assert beam_orderings.shape == (len(lengths), beam_width, values.shape[1])
+    assert np.all(np.diff(beam_likelihood, axis=1) <= 0)
+    for i, length in enumerate(lengths):
+        possible = _possible(beam_likelihood[i])
+        assert possible.sum() == min(beam_width, _n_orderings(length, allow_end))
+        assert np.all(possible[: possible.sum()])  # the possible ones first
+        kept = beam_orderings[i][possible]
+        _check_valid(kept, np.full(len(kept), length), allow_end)
+        assert len({tuple(row) for row in kept.tolist()}) == len(kept)
+    # Sampled lanes (training rollouts) and lanes with given first positions.
+    n_lanes = 3
+    encoded = _encoded(network, values, lengths)
+    sampled, _ = _decoding.decode_lanes(
+        network, encoded, lengths, n_lanes, noise=_noise(values, n_lanes, seed)
+    )
+    starts = np.random.RandomState(seed).randint(-1, 7, size=(len(lengths), n_lanes))
+    starts = np.where(starts < lengths[:, None], starts, -1).astype("int32")
+    started, _ = _decoding.decode_lanes(network, encoded, lengths, n_lanes, starts=starts)
+    for decoded in (sampled, started):
+        decoded = np.asarray(decoded)
+        assert decoded.shape == (len(lengths), n_lanes, values.shape[1])
+        _check_valid(decoded.reshape(-1, values.shape[1]), np.repeat(lengths, n_lanes), allow_end)
+    given = starts >= 0
+    np.testing.assert_array_equal(np.asarray(started)[..., 0][given], starts[given])
 
 
 _VALIDITY_NETWORKS = {flag: _network(allow_end=flag) for flag in (False, True)}
@@ -162,26 +244,24 @@ _VALIDITY_NETWORKS = {flag: _network(allow_end=flag) for flag in (False, True)}
 def test_beam_width_one_equals_greedy(allow_end, glimpses, encoder):
     network = _network(allow_end=allow_end, hidden_size=16, glimpses=glimpses, encoder=encoder)
     values, lengths = _random_batch(np.random.RandomState(4), [6, 3, 5, 1, 6, 2, 4, 6])
-    greedy = [np.asarray(t) for t in greedy_decode(network, values, lengths)]
-    beam = [np.asarray(t) for t in beam_decode(network, values, lengths, 1)]
-    np.testing.assert_array_equal(greedy[0], beam[0])
-    np.testing.assert_allclose(greedy[1], beam[1], atol=1e-6)
-    np.testing.assert_allclose(greedy[2], beam[2], rtol=1e-5)
-
-
-def _teacher_forced_log_likelihood(network, values, lengths, orderings):
-    targets = np.asarray(orderings, "int32")
-    logits = np.asarray(network({"values": values, "lengths": lengths, "targets": targets}))
-    log_probs = np.log(np.maximum(_softmax(logits), 1e-30))
-    picked = np.take_along_axis(log_probs, np.maximum(targets, 0)[..., None], -1)[..., 0]
-    return (picked * (targets >= 0)).sum(axis=1)
+    greedy = _greedy(network, values, lengths)
+    beam = _beam(network, values, lengths, 1)
+    np.testing.assert_array_equal(greedy[0], beam[0][:, 0])
+    np.testing.assert_allclose(greedy[1], beam[1][:, 0], rtol=1e-5)
+    # Each greedy choice is the most probable one of its step's distribution.
+    distributions = _scored(network, values, lengths, greedy[0])
+    for i, length in enumerate(lengths):
+        n_real = int((greedy[0][i] >= 0).sum())
+        np.testing.assert_array_equal(distributions[i, :n_real].argmax(-1), greedy[0][i, :n_real])
+        if n_real < length:  # it ended early: the end was the most probable
+            assert distributions[i, n_real].argmax() == values.shape[1]
 
 
 def test_exhaustive_beam_finds_the_most_likely_permutation():
     network = _network(hidden_size=16)
     values, lengths = _random_batch(np.random.RandomState(5), [4, 4, 4])
     permutations = np.array(list(itertools.permutations(range(4))), "int32")
-    orderings, _, log_likelihood = beam_decode(network, values, lengths, beam_width=24)
+    orderings, log_likelihood = _beam(network, values, lengths, 24)
     for i in range(len(values)):
         all_scores = _teacher_forced_log_likelihood(
             network,
@@ -190,8 +270,59 @@ def test_exhaustive_beam_finds_the_most_likely_permutation():
             permutations,
         )
         best = permutations[np.argmax(all_scores)]
-        np.testing.assert_array_equal(np.asarray(orderings)[i], best)
-        assert float(log_likelihood[i]) == pytest.approx(all_scores.max(), abs=1e-4)
+        np.testing.assert_array_equal(orderings[i, 0], best)
+        assert float(log_likelihood[i, 0]) == pytest.approx(all_scores.max(), abs=1e-4)
+
+
+def _peaked_network(**kwargs):
+    """A small network whose pointer distributions are far from uniform."""
+    network = _network(hidden_size=16, **kwargs)
+    for weight in network.attention.weights:
+        weight.assign(weight * 4)
+    return network
+
+
+def test_a_beam_as_wide_as_all_permutations_is_an_exhaustive_search():
+    network = _peaked_network()
+    values, lengths = _random_batch(np.random.RandomState(11), [5, 5, 5])
+    permutations = np.array(list(itertools.permutations(range(5))), "int32")
+    width = len(permutations)  # 5! = 120: every partial permutation stays in the beam
+    orderings, log_likelihood = _beam(network, values, lengths, width)
+    for i in range(len(values)):
+        all_scores = _teacher_forced_log_likelihood(
+            network,
+            np.repeat(values[i : i + 1], width, 0),
+            np.repeat(lengths[i : i + 1], width),
+            permutations,
+        )
+        ranked = np.sort(all_scores)[::-1]
+        assert ranked[0] > np.log(3 / width)  # peaked: thrice a uniform draw's 1 / 120 at least
+        assert ranked[0] - ranked[1] > 1e-3  # a unique most likely ordering
+        np.testing.assert_array_equal(orderings[i, 0], permutations[np.argmax(all_scores)])
+        assert float(log_likelihood[i, 0]) == pytest.approx(ranked[0], abs=1e-4)
+        # The final beam is every permutation, once each, most likely first.
+        assert {tuple(row) for row in orderings[i].tolist()} == {
+            tuple(p) for p in permutations.tolist()
+        }
+        np.testing.assert_allclose(log_likelihood[i], ranked, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("allow_end", "glimpses", "encoder"), [(False, 0, "recurrent"), (True, 1, "attention")]
+)
+def test_beam_log_likelihoods_of_long_inputs_match_teacher_forcing(allow_end, glimpses, encoder):
+    network = _network(allow_end=allow_end, hidden_size=16, glimpses=glimpses, encoder=encoder)
+    values, lengths = _random_batch(np.random.RandomState(12), [30, 17, 30, 4])
+    width = 4
+    orderings, log_likelihood = _beam(network, values, lengths, width)
+    assert _possible(log_likelihood).all()
+    flat = orderings.reshape(-1, 30)
+    _check_valid(flat, np.repeat(lengths, width), allow_end)
+    expected = _teacher_forced_log_likelihood(
+        network, np.repeat(values, width, 0), np.repeat(lengths, width), flat
+    )
+    np.testing.assert_allclose(log_likelihood.reshape(-1), expected, atol=1e-3)
+    assert np.all(np.diff(log_likelihood, axis=1) <= 0)
 
 
 @pytest.mark.parametrize(
@@ -200,20 +331,22 @@ def test_exhaustive_beam_finds_the_most_likely_permutation():
 def test_decoder_log_likelihood_matches_teacher_forcing(glimpses, encoder):
     network = _network(hidden_size=16, glimpses=glimpses, encoder=encoder)
     values, lengths = _random_batch(np.random.RandomState(6), [5, 3])
-    for decoded in (
-        greedy_decode(network, values, lengths),
-        beam_decode(network, values, lengths, 3),
-    ):
-        orderings, _, log_likelihood = (np.asarray(t) for t in decoded)
-        expected = _teacher_forced_log_likelihood(network, values, lengths, orderings)
-        np.testing.assert_allclose(log_likelihood, expected, atol=1e-4)
+    orderings, log_likelihood = _greedy(network, values, lengths)
+    expected = _teacher_forced_log_likelihood(network, values, lengths, orderings)
+    np.testing.assert_allclose(log_likelihood, expected, atol=1e-4)
+    orderings, log_likelihood = _beam(network, values, lengths, 3)
+    for k in range(3):
+        expected = _teacher_forced_log_likelihood(network, values, lengths, orderings[:, k])
+        np.testing.assert_allclose(log_likelihood[:, k], expected, atol=1e-4)
 
 
 def _reference_decode(network, values, lengths, beam_width):
     """Beam search written out step by step, each hypothesis carrying its whole history.
 
-    With ``beam_width=1`` this is greedy decoding. Returns the orderings, distributions
-    and log-likelihoods of each sample's most likely final hypothesis.
+    With ``beam_width=1`` this is greedy decoding. Returns, for each sample, its final
+    hypotheses, most likely first (fewer than ``beam_width`` for a sample with fewer
+    orderings), as dicts with their ``ordering``, the ``distributions`` of their steps
+    and their log-likelihood ``score``.
     """
     keys, valid, states = network.encode(values, lengths, training=False)
     keys, valid = np.asarray(keys), np.asarray(valid)
@@ -291,12 +424,7 @@ def _reference_decode(network, values, lengths, beam_width):
                     }
                 )
             beams[i] = extended
-    best = [max(sample, key=lambda h: h["score"]) for sample in beams]
-    return (
-        np.array([h["ordering"] for h in best], "int32"),
-        np.array([h["distributions"] for h in best], "float32"),
-        np.array([h["score"] for h in best], "float32"),
-    )
+    return [sorted(sample, key=lambda h: -h["score"]) for sample in beams]
 
 
 @pytest.mark.parametrize(
@@ -307,62 +435,179 @@ def test_decoders_match_a_step_by_step_reference(allow_end, glimpses, beam_width
     network = _network(allow_end=allow_end, hidden_size=16, glimpses=glimpses, cell="gru")
     values, lengths = _random_batch(np.random.RandomState(8), [6, 3, 5, 1, 6, 2, 4])
     expected = _reference_decode(network, values, lengths, beam_width)
+    inputs = {"values": values, "lengths": lengths}
+    model = PointerDecoder(network, "beam", beam_width).predict_on_batch(inputs)
+    assert model["orderings"].shape == (7, beam_width + 1, 6)
+    assert model["log_likelihood"].shape == (7, beam_width + 1)
     decoders = {
-        "direct": beam_decode(network, values, lengths, beam_width),
-        "model": PointerDecoder(network, method="beam", beam_width=beam_width).predict_on_batch(
-            {"values": values, "lengths": lengths}
+        "direct": _beam(network, values, lengths, beam_width),
+        "model": (model["orderings"][:, :beam_width], model["log_likelihood"][:, :beam_width]),
+    }
+    # The beam decoder's last candidate is the greedy ordering, as the lanes give it.
+    greedy = _greedy(network, values, lengths)
+    np.testing.assert_array_equal(model["orderings"][:, -1], greedy[0])
+    np.testing.assert_allclose(model["log_likelihood"][:, -1], greedy[1], rtol=1e-5)
+    if beam_width == 1:
+        decoders["greedy"] = greedy[0][:, None], greedy[1][:, None]
+    for name, (orderings, log_likelihood) in decoders.items():
+        orderings, log_likelihood = np.asarray(orderings), np.asarray(log_likelihood)
+        assert orderings.dtype == np.int32, name
+        assert orderings.shape == (7, beam_width, 6), name
+        for i, hypotheses in enumerate(expected):
+            n_kept = len(hypotheses)
+            np.testing.assert_array_equal(
+                orderings[i, :n_kept], [h["ordering"] for h in hypotheses], err_msg=name
+            )
+            np.testing.assert_allclose(
+                log_likelihood[i, :n_kept], [h["score"] for h in hypotheses], rtol=1e-5
+            )
+            assert np.all(log_likelihood[i, n_kept:] < NEGATIVE_LOGIT / 2), name
+    # The distributions along the most likely ordering, recomputed by teacher forcing,
+    # are the ones the step-by-step decoding saw, and the log-likelihood adds up their
+    # logs along the path: the chosen positions, then the end of output for a sample
+    # that ended early.
+    orderings, log_likelihood = decoders["direct"]
+    distributions = _scored(network, values, lengths, orderings[:, 0])
+    assert distributions.shape == (7, 6, 7)
+    for i, length in enumerate(lengths):
+        n_real = int((orderings[i, 0] >= 0).sum())
+        n_path = n_real + (n_real < length)
+        path = [distributions[i, t, orderings[i, 0, t]] for t in range(n_real)]
+        if n_real < length:
+            path.append(distributions[i, n_real, -1])
+        reference = np.array(expected[i][0]["distributions"], "float32")
+        np.testing.assert_allclose(
+            distributions[i, :n_path], reference[:n_path], rtol=1e-5, atol=1e-7
+        )
+        assert log_likelihood[i, 0] == pytest.approx(np.log(path).sum(), abs=1e-4)
+        np.testing.assert_allclose(distributions[i, :n_path].sum(axis=-1), 1.0, atol=1e-5)
+        # No position has any probability after the end.
+        np.testing.assert_array_equal(distributions[i, n_path:, :-1], 0.0)
+
+
+def test_decoder_models_match_the_direct_decoding():
+    network = _network(allow_end=True, hidden_size=8)
+    values, lengths = _random_batch(np.random.RandomState(13), [5, 2, 4, 1])
+    n_lanes = 3
+    starts = np.array([[-1, 0, 4], [-1, 1, -1], [2, -1, 3], [0, -1, -1]], "int32")
+    noise = np.asarray(_noise(values, n_lanes, seed=5))  # (T, n, lanes, T + 1)
+    inputs = {"values": values, "lengths": lengths, "starts": starts}
+    encoded = _encoded(network, values, lengths)
+    cases = {
+        "lanes": (
+            PointerDecoder(network, "lanes", n_lanes),
+            inputs,
+            _decoding.decode_lanes(network, encoded, lengths, n_lanes, starts=starts),
+        ),
+        "sampled": (
+            PointerDecoder(network, "lanes", n_lanes, sampled=True),
+            {**inputs, "noise": np.transpose(noise, (1, 2, 0, 3))},
+            _decoding.decode_lanes(network, encoded, lengths, n_lanes, starts=starts, noise=noise),
         ),
     }
-    if beam_width == 1:
-        decoders["greedy"] = greedy_decode(network, values, lengths)
-    for name, decoded in decoders.items():
-        if isinstance(decoded, dict):
-            decoded = decoded["orderings"], decoded["distributions"], decoded["log_likelihood"]
-        orderings, distributions, log_likelihood = (np.asarray(t) for t in decoded)
-        assert orderings.dtype == np.int32, name
-        assert orderings.shape == (7, 6) and distributions.shape == (7, 6, 7), name
-        np.testing.assert_array_equal(orderings, expected[0], err_msg=name)
-        np.testing.assert_allclose(distributions, expected[1], rtol=1e-5, atol=1e-7, err_msg=name)
-        np.testing.assert_allclose(log_likelihood, expected[2], rtol=1e-5, err_msg=name)
-        # The log-likelihood adds up the logs of the returned distributions along the path:
-        # the chosen positions, then the end of output for a sample that ended early.
-        for i, length in enumerate(lengths):
-            n_real = int((orderings[i] >= 0).sum())
-            path = [distributions[i, t, orderings[i, t]] for t in range(n_real)]
-            if n_real < length:
-                path.append(distributions[i, n_real, -1])
-            assert log_likelihood[i] == pytest.approx(np.log(path).sum(), abs=1e-4), name
-            np.testing.assert_allclose(distributions[i, : len(path)].sum(axis=-1), 1.0, atol=1e-5)
-            np.testing.assert_array_equal(distributions[i, len(path) :], 0.0)
+    for name, (decoder, decoder_inputs, (orderings, log_likelihood)) in cases.items():
+        outputs = decoder.predict_on_batch(decoder_inputs)
+        np.testing.assert_array_equal(outputs["orderings"], np.asarray(orderings), err_msg=name)
+        np.testing.assert_allclose(
+            outputs["log_likelihood"], np.asarray(log_likelihood), rtol=1e-5, err_msg=name
+        )
+        given = starts >= 0
+        np.testing.assert_array_equal(outputs["orderings"][..., 0][given], starts[given])
+
+
+def test_lanes_with_given_starts_continue_greedily():
+    network = _network(hidden_size=16)
+    values, lengths = _random_batch(np.random.RandomState(14), [5, 3, 5])
+    starts = np.array([[-1, 0, 2, 4], [-1, 2, 1, 0], [3, -1, 1, 0]], "int32")
+    orderings, log_likelihood = (
+        np.asarray(t)
+        for t in _decoding.decode_lanes(
+            network, _encoded(network, values, lengths), lengths, 4, starts=starts
+        )
+    )
+    greedy = _greedy(network, values, lengths)
+    flat = orderings.reshape(-1, 5)
+    rows = np.repeat(np.arange(3), 4)
+    _check_valid(flat, lengths[rows], allow_end=False)
+    for i, lane in zip(*np.nonzero(starts < 0), strict=True):  # chosen by the network
+        np.testing.assert_array_equal(orderings[i, lane], greedy[0][i])
+        assert log_likelihood[i, lane] == pytest.approx(greedy[1][i], rel=1e-5)
+    given = starts >= 0
+    np.testing.assert_array_equal(orderings[..., 0][given], starts[given])
+    # After its start each lane takes the most probable position; its log-likelihood
+    # counts the probability of the start too.
+    distributions = _scored(network, values[rows], lengths[rows], flat)
+    for row, ordering in enumerate(flat):
+        n_real = int(lengths[rows[row]])
+        np.testing.assert_array_equal(distributions[row, 1:n_real].argmax(-1), ordering[1:n_real])
+    expected = _teacher_forced_log_likelihood(network, values[rows], lengths[rows], flat)
+    np.testing.assert_allclose(log_likelihood.reshape(-1), expected, atol=1e-4)
+
+
+@pytest.mark.parametrize("allow_end", [False, True])
+def test_sampling_with_zero_noise_is_greedy(allow_end):
+    network = _network(allow_end=allow_end, hidden_size=16)
+    values, lengths = _random_batch(np.random.RandomState(15), [6, 3, 1, 5])
+    encoded = _encoded(network, values, lengths)
+    zeros = np.zeros((6, 4, 2, 7), "float32")
+    orderings, log_likelihood = (
+        np.asarray(t) for t in _decoding.decode_lanes(network, encoded, lengths, 2, noise=zeros)
+    )
+    greedy = _greedy(network, values, lengths)
+    for lane in range(2):
+        np.testing.assert_array_equal(orderings[:, lane], greedy[0])
+        np.testing.assert_allclose(log_likelihood[:, lane], greedy[1], rtol=1e-5)
+    decoder = PointerDecoder(network, "lanes", 2, sampled=True)
+    outputs = decoder.predict_on_batch(
+        {
+            "values": values,
+            "lengths": lengths,
+            "starts": np.full((4, 2), -1, "int32"),
+            "noise": np.zeros((4, 2, 6, 7), "float32"),
+        }
+    )
+    np.testing.assert_array_equal(outputs["orderings"], orderings)
+    np.testing.assert_allclose(outputs["log_likelihood"], log_likelihood, rtol=1e-5)
 
 
 def test_decoder_model_runs_compiled_and_handles_new_lengths():
     network = _network(hidden_size=8)
-    decoder = PointerDecoder(network, method="beam", beam_width=3)
     values, lengths = _random_batch(np.random.RandomState(7), [9, 12, 3])
+    decoder = PointerDecoder(network, "beam", 3)
     outputs = decoder.predict({"values": values, "lengths": lengths}, verbose=0, batch_size=2)
-    assert outputs["orderings"].shape == (3, 12)
-    assert outputs["distributions"].shape == (3, 12, 13)
-    _check_valid(outputs["orderings"], lengths, allow_end=False)
+    assert outputs["orderings"].shape == (3, 4, 12)
+    assert outputs["log_likelihood"].shape == (3, 4)
+    _check_valid(outputs["orderings"].reshape(-1, 12), np.repeat(lengths, 4), allow_end=False)
+    sampler = PointerDecoder(network, "lanes", 2, sampled=True)
+    noise = np.asarray(_noise(values, 2, seed=1)).transpose(1, 2, 0, 3)
+    starts = np.full((3, 2), -1, "int32")
+    outputs = sampler.predict(
+        {"values": values, "lengths": lengths, "starts": starts, "noise": noise}, verbose=0
+    )
+    assert outputs["orderings"].shape == (3, 2, 12)
+    _check_valid(outputs["orderings"].reshape(-1, 12), np.repeat(lengths, 2), allow_end=False)
 
 
 def test_the_compiled_decoder_runs_the_decoding_once_on_its_first_call(monkeypatch):
     # An unbuilt wrapper would be run once more outside the compiled function, to
     # build it (Keras' predict_on_batch on JAX): a whole decoding more.
     runs = []
+    decode_lanes = _decoding.decode_lanes
 
-    def counted(*args):
+    def counted(*args, **kwargs):
         runs.append(args)
-        return greedy_decode(*args)
+        return decode_lanes(*args, **kwargs)
 
-    monkeypatch.setattr(_decoding, "greedy_decode", counted)
+    monkeypatch.setattr(_decoding, "decode_lanes", counted)
     network = _network(hidden_size=8)
-    decoder = PointerDecoder(network)
+    decoder = PointerDecoder(network, "lanes", 1)
     decoder.compile(jit_compile=True)
     values, lengths = _random_batch(np.random.RandomState(3), [5, 2, 4])
-    outputs = decoder.predict_on_batch({"values": values, "lengths": lengths})
+    outputs = decoder.predict_on_batch(
+        {"values": values, "lengths": lengths, "starts": np.full((3, 1), -1, "int32")}
+    )
     assert len(runs) == 1
-    expected = greedy_decode(network, values, lengths)
+    expected = decode_lanes(network, _encoded(network, values, lengths), lengths, 1)
     np.testing.assert_array_equal(outputs["orderings"], np.asarray(expected[0]))
 
 
@@ -486,24 +731,31 @@ def test_the_training_rollouts_follow_the_pointer_distribution():
     values, lengths = _random_batch(np.random.RandomState(7), [3, 2])
     for weight in network.attention.weights:  # a distribution far from uniform
         weight.assign(weight * 4)
-    n_draws = 1500
-    values, lengths = np.repeat(values, n_draws, 0), np.repeat(lengths, n_draws)
+    n_draws = 1500  # lanes of each sample, sharing its encodings
 
     def draw():
-        noise = gumbel_noise(values.shape[1], len(values), seed=3)
-        return [np.asarray(t) for t in greedy_decode(network, values, lengths, noise=noise)]
+        decoded = _decoding.decode_lanes(
+            network,
+            _encoded(network, values, lengths),
+            lengths,
+            n_draws,
+            noise=_noise(values, n_draws, seed=3),
+        )
+        return [np.asarray(t) for t in decoded]
 
-    orderings, _, log_likelihood = draw()
-    _check_valid(orderings, lengths, allow_end=False)
-    expected = _teacher_forced_log_likelihood(network, values, lengths, orderings)
-    np.testing.assert_allclose(log_likelihood, expected, atol=1e-4)
+    orderings, log_likelihood = draw()
+    assert orderings.shape == (2, n_draws, 3)
+    flat, rows = orderings.reshape(-1, 3), np.repeat(np.arange(2), n_draws)
+    _check_valid(flat, lengths[rows], allow_end=False)
+    expected = _teacher_forced_log_likelihood(network, values[rows], lengths[rows], flat)
+    np.testing.assert_allclose(log_likelihood.reshape(-1), expected, atol=1e-4)
     permutations = np.array(list(itertools.permutations(range(3))), "int32")
     probabilities = np.exp(
         _teacher_forced_log_likelihood(
             network, np.repeat(values[:1], 6, 0), np.full(6, 3, "int32"), permutations
         )
     )
-    drawn = orderings[:n_draws]
+    drawn = orderings[0]
     frequencies = [np.mean(np.all(drawn == p, axis=1)) for p in permutations]
     assert probabilities.max() > 0.3  # the check below is not one of a uniform draw
     np.testing.assert_allclose(frequencies, probabilities, atol=0.05)
