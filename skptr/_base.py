@@ -46,6 +46,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import _backend, _inference, _params, _schema, _training
 from ._batches import LengthGroupedBatches, ShuffledBatches, inference_rows
 from ._devices import on_accelerator, placement_of
+from ._docstrings import fill_shared
 from ._limits import MAX_COUNT, check_memory
 from ._persistence import save as _save_estimator
 from ._precision import DTYPE_POLICIES, dtype_policy_scope
@@ -81,12 +82,18 @@ class SequenceEstimatorBase(BaseEstimator):
     """Base class for scikit-learn estimators backed by a Keras network.
 
     Subclasses list their own hyperparameters in ``__init__`` and extend
-    ``_parameter_constraints``; the training-loop hyperparameters constrained below
-    (``epochs`` to ``dtype_policy``) are shared, and documented by each subclass. With
-    an int ``random_state``, repeated fits on CPU give identical models, also when they
-    run concurrently in threads, and the caller's Python, NumPy and backend random
-    states are left untouched; with ``None`` or a ``RandomState``, each fit draws its
-    seed from NumPy's global generator or that instance, as scikit-learn's do.
+    ``_parameter_constraints``. The training-loop hyperparameters constrained below
+    (``epochs`` to ``dtype_policy``) are shared: a subclass lists them in its own
+    keyword-only ``__init__`` signature, with its own defaults (scikit-learn's
+    ``get_params`` reads that signature), and passes them on to this class's
+    ``__init__``, which sets them. Their numpydoc entries that every estimator shares
+    are written once, in :mod:`skptr._docstrings`: a subclass's docstring names them on
+    a ``{shared: name, ...}`` line, replaced by the entries when the subclass is
+    defined. With an int ``random_state``, repeated fits on CPU give identical models,
+    also when they run concurrently in threads, and the caller's Python, NumPy and
+    backend random states are left untouched; with ``None`` or a ``RandomState``, each
+    fit draws its seed from NumPy's global generator or that instance, as
+    scikit-learn's do.
     """
 
     _parameter_constraints: ClassVar[dict] = {
@@ -126,6 +133,43 @@ class SequenceEstimatorBase(BaseEstimator):
         "https://skptr.readthedocs.io/en/latest/generated/skptr.{estimator_name}.html"
     )
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # The shared parameters' entries, written once (see skptr._docstrings).
+        if "__doc__" in vars(cls):
+            cls.__doc__ = fill_shared(cls.__doc__)
+
+    def __init__(
+        self,
+        *,
+        epochs,
+        batch_size,
+        learning_rate,
+        clipnorm,
+        validation_fraction,
+        early_stopping,
+        n_iter_no_change,
+        random_state,
+        verbose,
+        warm_start,
+        callbacks,
+        devices,
+        dtype_policy,
+    ):
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.clipnorm = clipnorm
+        self.validation_fraction = validation_fraction
+        self.early_stopping = early_stopping
+        self.n_iter_no_change = n_iter_no_change
+        self.random_state = random_state
+        self.verbose = verbose
+        self.warm_start = warm_start
+        self.callbacks = callbacks
+        self.devices = devices
+        self.dtype_policy = dtype_policy
+
     def _doc_link_url_param_generator(self):
         return {"estimator_name": type(self).__name__}
 
@@ -134,7 +178,9 @@ class SequenceEstimatorBase(BaseEstimator):
         tags.input_tags.two_d_array = True
         tags.input_tags.three_d_array = True
         tags.input_tags.allow_nan = False
-        tags.target_tags.required = True
+        # fit(X) without targets trains where the estimator learns without them (the
+        # pointer network with a cost).
+        tags.target_tags.required = not self._learns_without_targets()
         tags.non_deterministic = False
         return tags
 

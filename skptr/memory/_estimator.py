@@ -110,28 +110,14 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         Sequences per gradient step.
     learning_rate : float, default=0.01
         Step size of the Adam optimiser.
-    clipnorm : float or None, default=1.0
-        Maximum gradient norm.
-    validation_fraction : float, default=0.0
-        Share of the training data held out to report ``val_loss`` each epoch.
-    early_stopping : bool, default=False
-        Stop when the monitored loss stops improving and restore the best weights.
-    n_iter_no_change : int, default=5
-        Patience of early stopping, in epochs.
+    {shared: clipnorm, validation_fraction, early_stopping, n_iter_no_change}
     random_state : int, RandomState instance or None, default=None
         Seeds initialisation, batching, the curriculum and the validation split; with
         an int, CPU runs are repeatable.
-    verbose : int, default=0
-        0 is silent, 1 shows a progress bar, 2 prints one line per epoch.
-    warm_start : bool, default=False
-        Continue training the existing network on the next ``fit``.
+    {shared: verbose, warm_start}
     callbacks : list of keras.callbacks.Callback, default=None
         Extra Keras callbacks for training.
-    devices : None, "all", keras.distribution.DataParallel or tf.distribute.Strategy, \
-            default=None
-        Where training and inference run: one device (None), data-parallel over every
-        device (``"all"``), or the given distribution; ``batch_size`` stays the global
-        batch size (see :doc:`/user_guide/scaling_out`).
+    {shared: devices}
     dtype_policy : {"float32", "mixed_bfloat16", "mixed_float16"} or None, default=None
         Keras dtype policy: the mixed ones compute in 16-bit floats, faster on GPUs
         (the memory stays float32). None: Keras' global policy when ``fit`` starts.
@@ -227,6 +213,7 @@ class NeuralStackTransducer(SequenceEstimatorBase):
 
     def __init__(
         self,
+        *,
         memory="stack",
         cell="lstm",
         hidden_size=32,
@@ -273,19 +260,21 @@ class NeuralStackTransducer(SequenceEstimatorBase):
         self.curriculum = curriculum
         self.handle_unknown = handle_unknown
         self.max_output_length = max_output_length
-        self.epochs = epochs
-        self.batch_size = batch_size
-        self.learning_rate = learning_rate
-        self.clipnorm = clipnorm
-        self.validation_fraction = validation_fraction
-        self.early_stopping = early_stopping
-        self.n_iter_no_change = n_iter_no_change
-        self.random_state = random_state
-        self.verbose = verbose
-        self.warm_start = warm_start
-        self.callbacks = callbacks
-        self.devices = devices
-        self.dtype_policy = dtype_policy
+        super().__init__(
+            epochs=epochs,
+            batch_size=batch_size,
+            learning_rate=learning_rate,
+            clipnorm=clipnorm,
+            validation_fraction=validation_fraction,
+            early_stopping=early_stopping,
+            n_iter_no_change=n_iter_no_change,
+            random_state=random_state,
+            verbose=verbose,
+            warm_start=warm_start,
+            callbacks=callbacks,
+            devices=devices,
+            dtype_policy=dtype_policy,
+        )
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
