@@ -151,7 +151,8 @@ def _scored(network, values, lengths, orderings):
 def _teacher_forced_log_likelihood(network, values, lengths, orderings):
     """Log-probability of each ordering (n, T) by teacher forcing, the end of output
     included where the network may end early."""
-    targets = np.asarray(teacher_targets(np.asarray(orderings, "int32"), network.allow_end))
+    orderings = np.asarray(orderings, "int32")
+    targets = np.asarray(teacher_targets(orderings, lengths, network.allow_end))
     logits = np.asarray(network({"values": values, "lengths": lengths, "targets": targets}))
     log_probs = np.log(np.maximum(_softmax(logits), 1e-30))
     picked = np.take_along_axis(log_probs, np.maximum(targets, 0)[..., None], -1)[..., 0]
@@ -481,8 +482,8 @@ def test_decoders_match_a_step_by_step_reference(allow_end, glimpses, beam_width
         )
         assert log_likelihood[i, 0] == pytest.approx(np.log(path).sum(), abs=1e-4)
         np.testing.assert_allclose(distributions[i, :n_path].sum(axis=-1), 1.0, atol=1e-5)
-        # No position has any probability after the end.
-        np.testing.assert_array_equal(distributions[i, n_path:, :-1], 0.0)
+        # Nothing has any probability after the end.
+        np.testing.assert_array_equal(distributions[i, n_path:], 0.0)
 
 
 def test_decoder_models_match_the_direct_decoding():

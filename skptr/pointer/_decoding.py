@@ -265,15 +265,19 @@ class PointerDecoder(NetworkWrapper):
         return {"orderings": orderings, "log_likelihood": log_likelihood}
 
 
-def teacher_targets(orderings, allow_end):
-    """Orderings (n, S) as teacher-forcing targets: with an end pointer, it follows
-    each ordering (index ``S``, one more step)."""
+def teacher_targets(orderings, lengths, allow_end):
+    """Orderings (n, S) of samples of ``lengths`` as teacher-forcing targets: with an
+    end pointer, it follows each ordering that stops before its sample's end (index
+    ``S``, one more step); an ordering of every element ends by itself."""
     if not allow_end:
         return orderings
     n_positions = ops.shape(orderings)[1]
     padded = ops.pad(orderings, ((0, 0), (0, 1)), constant_values=-1)
     count = ops.sum(ops.cast(orderings >= 0, "int32"), axis=1)
-    at_end = ops.arange(n_positions + 1)[None, :] == count[:, None]
+    stops = count < ops.cast(lengths, "int32")
+    at_end = ops.logical_and(
+        ops.arange(n_positions + 1)[None, :] == count[:, None], stops[:, None]
+    )
     return ops.where(at_end, n_positions, padded)
 
 
@@ -291,7 +295,8 @@ class PointerScorer(NetworkWrapper):
     def call(self, inputs):
         network = self.network
         encoded = network.encode(inputs["values"], inputs["lengths"], training=False)
-        targets = teacher_targets(ops.cast(inputs["orderings"], "int32"), network.allow_end)
+        orderings = ops.cast(inputs["orderings"], "int32")
+        targets = teacher_targets(orderings, inputs["lengths"], network.allow_end)
         logits = network.teacher_forced_logits(encoded, targets, training=False)
         real = ops.cast(targets >= 0, "float32")[..., None]
         distributions = ops.softmax(ops.cast(logits, "float32"), axis=-1) * real

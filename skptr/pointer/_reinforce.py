@@ -95,12 +95,15 @@ def rollouts(network, encoded, lengths, n_rollouts, multistart, seed):
     return ops.reshape(orderings, (-1, n_positions)), weights
 
 
-def rollout_log_likelihood(network, encoded, orderings, n_rollouts, given_start, training):
+def rollout_log_likelihood(
+    network, encoded, lengths, orderings, n_rollouts, given_start, training
+):
     """Log-probability (n, ``n_rollouts``) of each rollout under the network, with
     gradients, by teacher forcing; ``given_start``: the first position was given, not
     chosen, and does not count."""
     repeated = keras.tree.map_structure(lambda t: ops.repeat(t, n_rollouts, axis=0), encoded)
-    targets = teacher_targets(orderings, network.allow_end)
+    lengths = ops.repeat(lengths, n_rollouts, axis=0)
+    targets = teacher_targets(orderings, lengths, network.allow_end)
     logits = network.teacher_forced_logits(repeated, targets, training=training)
     log_probs = ops.log_softmax(logits, axis=-1)
     picked = ops.take_along_axis(log_probs, ops.maximum(targets, 0)[:, :, None], axis=-1)
@@ -202,7 +205,7 @@ class CostTrainer(NetworkWrapper):
         costs = self.cost(repeat(values), repeat(lengths), orderings, repeat(index))
         costs = ops.reshape(ops.stop_gradient(costs), (-1, n_rollouts))
         log_likelihood = rollout_log_likelihood(
-            network, encoded, orderings, n_rollouts, self.multistart, training
+            network, encoded, lengths, orderings, n_rollouts, self.multistart, training
         )
         return shared_baseline_loss(costs, log_likelihood, weights)
 
