@@ -328,7 +328,8 @@ class SequenceEstimatorBase(BaseEstimator):
 
     # -------------------------------------------------------------- training
     def fit(self, X, y=None):
-        """Train the network on sequences ``X`` with targets ``y``.
+        """Train the network on sequences ``X`` with targets ``y``, or, for an
+        estimator that learns from a cost, on ``X`` alone.
 
         The fit is transactional: if it fails (bad data, a callback raising, a
         ``KeyboardInterrupt``, a NaN loss), the estimator is left as it was.
@@ -337,8 +338,12 @@ class SequenceEstimatorBase(BaseEstimator):
         ----------
         X : array-like or list of array-like
             Training sequences; see the estimator's documentation for the formats.
-        y : array-like or list
-            Targets, one per sequence.
+        y : array-like, list or None, default=None
+            Targets, one per sequence, to imitate. None is allowed only where the
+            estimator learns without targets: a
+            :class:`~skptr.PointerNetworkOrderer` with a ``cost`` then learns orderings
+            that make the cost small (and with targets, imitates them and ignores the
+            cost).
 
         Returns
         -------
