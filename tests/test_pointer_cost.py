@@ -7,6 +7,7 @@ import pickle
 import keras
 import numpy as np
 import pytest
+from _files import tampered
 from _marks import once, once_on_jax
 from scipy.spatial.distance import pdist
 from sklearn.model_selection import GridSearchCV, cross_val_score
@@ -552,3 +553,20 @@ def test_imitation_then_refinement_from_the_cost():
     est.set_params(cost="tour", warm_start=True, epochs=2).fit(X)
     assert est.n_iter_ == 3 and len(est.history_["loss"]) == 3
     assert est.network_params_["hidden_size"] == 8
+
+
+@once
+def test_a_file_from_before_explicit_decoding_decodes_as_it_did(tmp_path):
+    X = _points(32, 5, seed=22)
+    est = PointerNetworkOrderer(cost="tour", random_state=0, **TINY).fit(X)
+    est.save(tmp_path / "new.skptr")
+
+    def written_before(metadata):
+        for name in ("n_candidates", "augment", "rollouts", "n_rollouts"):
+            del metadata["params"][name]
+        metadata["params"]["symmetries"] = 8
+
+    loaded = load(tampered(tmp_path / "new.skptr", tmp_path / "old.skptr", written_before))
+    assert loaded.augment is True and loaded.decode == "multistart"
+    expected = est.set_params(decode="multistart", augment=True).predict(X)
+    np.testing.assert_array_equal(loaded.predict(X), expected)
