@@ -230,7 +230,7 @@ def cost_training_model(estimator, network, data, seed):
     batch = min(int(estimator.batch_size), len(data.lengths))
     multistart = estimator.rollouts == "multistart"
     rows = batch * rollout_count(estimator.n_rollouts, n_positions)
-    shared, per_lane = _sizes.decoding_numbers(estimator, n_positions, not multistart)
+    shared, per_lane = _sizes.decoding_numbers(estimator, n_positions, sampled=True)
     estimator._check_memory(
         "a training step from a cost",
         WEIGHT_COPIES * _sizes.weight_count(estimator)
