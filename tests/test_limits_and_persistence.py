@@ -237,7 +237,7 @@ def test_counting_orderings():
 def test_decoding_that_cannot_fit_in_memory_fails_at_once(orderer, one_gib_machine):
     estimator, _ = orderer
     wide = _copy(estimator).set_params(decode="beam", beam_width=10**4)
-    X = np.random.default_rng(2).random((1, 200))
+    X = np.random.default_rng(2).random((1, 2000))
     with pytest.raises(MemoryError, match=r"decoding would need about .*candidates=10000"):
         wide.predict(X)
 
