@@ -440,6 +440,7 @@ def test_sampled_candidates_are_repeatable_with_an_int_random_state():
     est.set_params(decode="sample", n_candidates=3)
     first = est.predict(X)
     np.testing.assert_array_equal(est.predict(X), first)
+    np.testing.assert_array_equal(est.predict(X[5:9]), first[5:9])  # whatever the batch
     assert not np.array_equal(est.set_params(random_state=1).predict(X), first)
 
 

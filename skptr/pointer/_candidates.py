@@ -11,6 +11,7 @@ none returns an ordering less likely than it.
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -149,19 +150,24 @@ class DecodingPlan:
             for first in range(0, n_columns, self.lanes)
         ]
 
-    def _noise(self, n_rows, n_steps, first_sample, chunk):
-        """Gumbel noise of one call's lanes; lane 0 of the first chunk (the greedy
-        ordering) gets none."""
-        rng = np.random.default_rng([self.seed, first_sample, chunk])
-        uniform = rng.uniform(
-            _UNIFORM_MARGIN, 1 - _UNIFORM_MARGIN, (n_rows, self.lanes, n_steps, n_steps + 1)
-        )
-        noise = -np.log(-np.log(uniform)).astype(np.float32)
+    def _noise(self, batch, chunk):
+        """Gumbel noise of one call's lanes, drawn for each image row from a seed of its
+        own content, so that a sample's candidates depend on the sample alone, not on
+        the others in the call; lane 0 of the first chunk (the greedy ordering) gets
+        none."""
+        values, lengths = batch["values"], batch["lengths"]
+        n_rows, n_steps = values.shape[:2]
+        noise = np.empty((n_rows, self.lanes, n_steps, n_steps + 1), dtype=np.float32)
+        for row in range(n_rows):
+            content = zlib.crc32(np.ascontiguousarray(values[row, : lengths[row]]).tobytes())
+            rng = np.random.default_rng([self.seed, content, chunk])
+            uniform = rng.uniform(_UNIFORM_MARGIN, 1 - _UNIFORM_MARGIN, noise.shape[1:])
+            noise[row] = -np.log(-np.log(uniform))
         if chunk == 0:
             noise[:, 0] = 0.0
         return noise
 
-    def candidates(self, estimator, decoder, batch, first_sample):
+    def candidates(self, estimator, decoder, batch):
         """Every candidate of a batch of image rows.
 
         Returns
@@ -182,7 +188,7 @@ class DecodingPlan:
         for chunk, columns in enumerate(self._chunks(n_columns)):
             inputs = {**batch, "starts": starts[:, columns]}
             if self.method == "sample":
-                inputs["noise"] = self._noise(n_rows, n_steps, first_sample, chunk)
+                inputs["noise"] = self._noise(batch, chunk)
             outputs = estimator._predict_on_batch(decoder, inputs, n_rows)
             orderings[:, columns] = np.asarray(outputs["orderings"])
             likelihood[:, columns] = np.asarray(outputs["log_likelihood"])
@@ -252,7 +258,7 @@ def decode_sequences(estimator, sequences, codec, samples=None, distributions=Tr
         for first in range(0, n_padded, per_call):
             batch = take(inputs, slice(first, first + per_call))
             images = mirror_images(batch, plan.n_images) if plan.n_images > 1 else batch
-            orderings, likelihood, possible = plan.candidates(estimator, decoder, images, first)
+            orderings, likelihood, possible = plan.candidates(estimator, decoder, images)
             # Each sample's candidates: those of each of its images in turn.
             n_rows, n_steps = len(batch["lengths"]), orderings.shape[-1]
             orderings = orderings.reshape(n_rows, -1, n_steps)

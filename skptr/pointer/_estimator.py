@@ -121,7 +121,7 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         orderings of each sample, the greedy one always among them, and keep the
         cheapest under ``cost`` (ties, and every candidate without a cost, go to the
         likeliest): ``"sample"`` samples ``n_candidates`` orderings from the
-        network, ``"multistart"`` decodes greedily from ``n_candidates`` start
+        network (repeatably for an int ``random_state``), ``"multistart"`` decodes greedily from ``n_candidates`` start
         elements (POMO's inference, Kwon et al. 2020), and ``"beam"`` runs a beam
         search of ``beam_width`` hypotheses. Each candidate costs about one greedy
         decoding. A ``cost`` chooses among the candidates; it never changes which
