@@ -11,7 +11,8 @@ is that of one decoding.
 (``skptr.load``), reads its resident memory, sets the decoding parameters, calls
 ``predict`` once (tracing and compiling included, timed apart), times a second
 ``predict`` of the same instance, and prints as its last line a JSON object with both
-times, the peak resident memory after loading and at the end, and the tour length.
+times, the peak resident memory after loading and at the end (see :func:`_peak_mb`), and
+the tour length.
 """
 
 from __future__ import annotations
@@ -24,9 +25,28 @@ import time
 __all__ = ["decoding_scale", "method_params"]
 
 
-def _peak_mb():
-    """The process's peak resident memory so far, in MB (10**6 bytes; Linux: kB)."""
+def _ru_maxrss_mb():
+    """``ru_maxrss`` of this process, in MB (10**6 bytes; Linux counts kB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6
+
+
+def _peak_mb():
+    """The peak resident memory of this process's own address space so far, in MB.
+
+    Linux keeps ``ru_maxrss`` across ``fork`` and ``exec``: a process started by
+    ``subprocess`` reports at least the resident memory its parent had when it started
+    (here, the benchmark's process with TensorFlow and the fitted network), so the
+    peak comes from ``VmHWM`` of ``/proc/self/status``, the high-water mark of the
+    address space that ``exec`` created; ``ru_maxrss`` where that is unavailable.
+    """
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024 / 1e6
+    except OSError:
+        pass
+    return _ru_maxrss_mb()
 
 
 def instance(n_points, seed):
@@ -61,8 +81,9 @@ def measure(spec):
     -------
     dict
         ``first_call_s``, ``decode_s``, ``model_mb`` (peak resident memory after
-        loading), ``peak_mb`` (at the end) and ``tour_length`` of the second call's
-        ordering.
+        loading), ``peak_mb`` (at the end), ``ru_maxrss_mb`` (``ru_maxrss`` at the
+        end, which counts the parent's memory too: see :func:`_peak_mb`) and
+        ``tour_length`` of the second call's ordering.
     """
     import numpy as np
 
@@ -88,6 +109,7 @@ def measure(spec):
         "decode_s": decode_s,
         "model_mb": model_mb,
         "peak_mb": peak_mb,
+        "ru_maxrss_mb": _ru_maxrss_mb(),
         "tour_length": float(tour_length(X, ordering)[0]),
     }
 
@@ -175,6 +197,8 @@ def decoding_scale(config, log):
     import tempfile
     from pathlib import Path
 
+    from ._common import source_version
+
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         model = str(Path(folder) / "tour_model.skptr")
@@ -187,6 +211,7 @@ def decoding_scale(config, log):
                 spec = {"model": model, "n_points": n_points, "seed": config["seed"]}
                 measured = _run({**spec, "params": params}, config["timeout_s"])
                 row = {
+                    "skptr_commit": source_version(),
                     "n_points": n_points,
                     "method": method,
                     "params": params,
