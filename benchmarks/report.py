@@ -876,6 +876,14 @@ def _target_cell(row, targets):
     return f"{goal}: {'met' if met else '**not met**'}"
 
 
+def _vs_greedy_cell(ratio):
+    """A ``decoding_scale`` row's tour over greedy decoding's, marked when above 1: the
+    greedy ordering is among every method's candidates, so only a lost one gives that."""
+    if ratio is None or ratio <= 1 + 1e-9:
+        return _fmt(ratio, 4)
+    return f"**{ratio:.4f}** (greedy candidate lost)"
+
+
 def _decoding_scale_context(section):
     """The rows of ``decoding_scale``: one per size and method, and the fit's settings."""
     config, rows = section["config"], section["results"]
@@ -894,7 +902,7 @@ def _decoding_scale_context(section):
                 f"{row['peak_mb']:,.0f}",
                 f"{row['model_mb']:,.0f}",
                 f"{row['peak_mb'] - row['model_mb']:+,.0f}",
-                _fmt(row.get("vs_greedy"), 4),
+                _vs_greedy_cell(row.get("vs_greedy")),
             ]
         body.append(
             [f"{row['n_points']:,}", row["method"], settings, *cells, _target_cell(row, targets)]
