@@ -453,7 +453,12 @@ def test_multistart_spreads_its_starts_and_decodes_every_start_in_pieces(monkeyp
     shared, per_lane = _sizes.decoding_numbers(est._as_fitted(), 9, sampled=False)
     monkeypatch.setattr(_sizes, "DECODER_NUMBERS", shared + 3 * per_lane)
     np.testing.assert_array_equal(est.predict(X), every_start)
+    # Sampled candidates in pieces of 3 lanes, the last one short: greedy's stays.
+    greedy = tour_length(X, est.set_params(decode="greedy").predict(X))
+    sampled = tour_length(X, est.set_params(decode="sample", n_candidates=4).predict(X))
+    assert np.all(sampled <= greedy + 1e-9)
     monkeypatch.undo()
+    est.set_params(decode="multistart")
     fewer = tour_length(X, est.set_params(n_candidates=3).predict(X))
     assert np.all(tour_length(X, every_start) <= fewer + 1e-9)
 

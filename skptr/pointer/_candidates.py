@@ -144,9 +144,11 @@ class DecodingPlan:
         return starts, possible
 
     def _chunks(self, n_columns):
-        """Column ranges of the decoder calls that decode ``n_columns`` candidates."""
+        """The decoder calls that decode ``n_columns`` candidates: each call's columns
+        (the last call's spare lanes repeat the first columns, to keep one shape) and
+        how many of its lanes are its own."""
         return [
-            np.arange(first, first + self.lanes) % n_columns
+            (np.arange(first, first + self.lanes) % n_columns, min(self.lanes, n_columns - first))
             for first in range(0, n_columns, self.lanes)
         ]
 
@@ -185,13 +187,13 @@ class DecodingPlan:
         n_columns = starts.shape[1]
         orderings = np.empty((n_rows, n_columns, n_steps), dtype=np.int32)
         likelihood = np.empty((n_rows, n_columns), dtype=np.float32)
-        for chunk, columns in enumerate(self._chunks(n_columns)):
+        for chunk, (columns, own) in enumerate(self._chunks(n_columns)):
             inputs = {**batch, "starts": starts[:, columns]}
             if self.method == "sample":
                 inputs["noise"] = self._noise(batch, chunk)
             outputs = estimator._predict_on_batch(decoder, inputs, n_rows)
-            orderings[:, columns] = np.asarray(outputs["orderings"])
-            likelihood[:, columns] = np.asarray(outputs["log_likelihood"])
+            orderings[:, columns[:own]] = np.asarray(outputs["orderings"])[:, :own]
+            likelihood[:, columns[:own]] = np.asarray(outputs["log_likelihood"])[:, :own]
         return orderings, likelihood, possible
 
 

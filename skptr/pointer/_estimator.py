@@ -121,11 +121,11 @@ class PointerNetworkOrderer(SequenceEstimatorBase):
         orderings of each sample, the greedy one always among them, and keep the
         cheapest under ``cost`` (ties, and every candidate without a cost, go to the
         likeliest): ``"sample"`` samples ``n_candidates`` orderings from the
-        network (repeatably for an int ``random_state``), ``"multistart"`` decodes greedily from ``n_candidates`` start
-        elements (POMO's inference, Kwon et al. 2020), and ``"beam"`` runs a beam
-        search of ``beam_width`` hypotheses. Each candidate costs about one greedy
-        decoding. A ``cost`` chooses among the candidates; it never changes which
-        decoding runs.
+        network (repeatably for an int ``random_state``), ``"multistart"`` decodes
+        greedily from ``n_candidates`` start elements (POMO's inference, Kwon et al.
+        2020), and ``"beam"`` runs a beam search of ``beam_width`` hypotheses. Each
+        candidate costs about one greedy decoding. A ``cost`` chooses among the
+        candidates; it never changes which decoding runs.
     n_candidates : int or None, default=None
         Candidates per sample, besides the greedy ordering, for ``decode="sample"``
         (sampled orderings) and ``decode="multistart"`` (start elements, spread
