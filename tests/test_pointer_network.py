@@ -233,6 +233,23 @@ def test_decoded_orderings_are_always_valid(lengths, allow_end, beam_width, seed
 _VALIDITY_NETWORKS = {flag: _network(allow_end=flag) for flag in (False, True)}
 
 
+@pytest.mark.parametrize("allow_end", [False, True])
+def test_the_greedy_lane_of_a_beam_is_greedy_decoding(allow_end):
+    network = _network(allow_end=allow_end, hidden_size=16)
+    values, lengths = _random_batch(np.random.RandomState(5), [9, 3, 7, 1, 9, 5])
+    encoded = _encoded(network, values, lengths)
+    beam = [np.asarray(t) for t in _decoding.beam_search(network, encoded, lengths, 3)]
+    both = [
+        np.asarray(t)
+        for t in _decoding.beam_search(network, encoded, lengths, 3, greedy_lane=True)
+    ]
+    greedy = _greedy(network, values, lengths)
+    np.testing.assert_array_equal(both[0][:, :3], beam[0])
+    np.testing.assert_allclose(both[1][:, :3], beam[1], rtol=1e-5)
+    np.testing.assert_array_equal(both[0][:, 3], greedy[0])
+    np.testing.assert_allclose(both[1][:, 3], greedy[1], rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize(
     ("allow_end", "glimpses", "encoder"),
     [
