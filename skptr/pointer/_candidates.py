@@ -2,11 +2,12 @@
 (method, candidates, mirror images, batches), the candidates of each batch, and the
 choice of one ordering per sample.
 
-Every method but ``"greedy"`` decodes several candidate orderings of each sample, the
-greedy one always among them, and keeps one: the cheapest under the estimator's
-``cost``, ties (and every candidate, without a cost) going to the likeliest. So with a
-cost no method returns an ordering costlier than greedy decoding's, and without one
-none returns an ordering less likely than it.
+Every method but ``"greedy"`` decodes several candidate orderings of each sample and
+keeps one: the cheapest under the estimator's ``cost``, ties (and every candidate,
+without a cost) going to the likeliest. The greedy orderings are always candidates,
+decoded by the very pass that ``decode="greedy"`` runs, so with a cost no method
+returns an ordering costlier than greedy decoding's, and without one none returns an
+ordering less likely than it.
 """
 
 from __future__ import annotations
@@ -49,8 +50,8 @@ class DecodingPlan:
     method : str
         The ``decode`` setting.
     n_candidates : int
-        Candidates per image besides the greedy ordering: start elements, samples or
-        the beam's width (0 for greedy decoding).
+        Candidates per image: start elements, samples or the beam's width (1 for
+        greedy decoding); the greedy orderings come from a pass of their own.
     n_images : int
         Images decoded per sample (the sample and its mirror images).
     lanes : int
@@ -69,13 +70,14 @@ class DecodingPlan:
     seed: int | None
 
     @classmethod
-    def resolve(cls, estimator, sequences):
+    def resolve(cls, estimator, sequences, method=None):
         """The plan of ``estimator`` (fitted, parameters checked) for ``sequences``,
-        after checking that a decoder call fits in memory."""
-        method, n_steps = estimator.decode, sequences.max_length
+        decoding by its ``decode`` or by ``method``, after checking that a decoder call
+        fits in memory."""
+        method, n_steps = method or estimator.decode, sequences.max_length
         requested = estimator.n_candidates
         if method == "greedy":
-            n_candidates = 0
+            n_candidates = 1
         elif method == "beam":
             n_candidates = _sizes.count_orderings(
                 n_steps, estimator.ordered_subsets_, int(estimator.beam_width)
@@ -91,12 +93,10 @@ class DecodingPlan:
         view = estimator._as_fitted()
         sampled = method == "sample"
         shared, per_lane = _sizes.decoding_numbers(view, n_steps, sampled)
-        wanted = n_candidates + 1 if method != "greedy" else 1
-        if method == "beam":
-            lanes = n_candidates
-        else:
-            lanes = int(min(wanted, max(1, (_sizes.DECODER_NUMBERS - shared) // per_lane)))
-        per_row = shared + (lanes + (method == "beam")) * per_lane
+        lanes = n_candidates
+        if method != "beam":
+            lanes = int(min(lanes, max(1, (_sizes.DECODER_NUMBERS - shared) // per_lane)))
+        per_row = shared + lanes * per_lane
         rows = min(_sizes.DECODER_ROWS // lanes, _sizes.DECODER_NUMBERS // per_row)
         rows = max(rows, min(int(estimator.batch_size), _sizes.DECODER_NUMBERS // per_row))
         samples_per_call = power_of_two_at_most(max(rows // n_images, 1))
@@ -127,10 +127,10 @@ class DecodingPlan:
     # ------------------------------------------------------------ candidates
     def _lane_starts(self, lengths):
         """Each image's first positions, one column per candidate: -1 (chosen by the
-        network) for the greedy ordering and the sampled ones, given starts for
-        multistart decoding; and which candidates are possible (distinct)."""
+        network) for greedy and sampled orderings, given starts for multistart
+        decoding; and which candidates are possible (distinct)."""
         n_rows = len(lengths)
-        starts = np.full((n_rows, self.n_candidates + 1), -1, dtype=np.int32)
+        starts = np.full((n_rows, self.n_candidates), -1, dtype=np.int32)
         possible = np.ones(starts.shape, dtype=bool)
         if self.method == "multistart":
             column = np.arange(self.n_candidates)[None, :]
@@ -139,8 +139,8 @@ class DecodingPlan:
             # fewer elements than candidates.
             few = length <= self.n_candidates
             spread = column * length // self.n_candidates
-            starts[:, 1:] = np.where(few, np.minimum(column, length - 1), spread)
-            possible[:, 1:] = np.where(few, column < length, True)
+            starts[:] = np.where(few, np.minimum(column, length - 1), spread)
+            possible[:] = np.where(few, column < length, True)
         return starts, possible
 
     def _chunks(self, n_columns):
@@ -155,8 +155,7 @@ class DecodingPlan:
     def _noise(self, batch, chunk):
         """Gumbel noise of one call's lanes, drawn for each image row from a seed of its
         own content, so that a sample's candidates depend on the sample alone, not on
-        the others in the call; lane 0 of the first chunk (the greedy ordering) gets
-        none."""
+        the others in the call."""
         values, lengths = batch["values"], batch["lengths"]
         n_rows, n_steps = values.shape[:2]
         noise = np.empty((n_rows, self.lanes, n_steps, n_steps + 1), dtype=np.float32)
@@ -165,8 +164,6 @@ class DecodingPlan:
             rng = np.random.default_rng([self.seed, content, chunk])
             uniform = rng.uniform(_UNIFORM_MARGIN, 1 - _UNIFORM_MARGIN, noise.shape[1:])
             noise[row] = -np.log(-np.log(uniform))
-        if chunk == 0:
-            noise[:, 0] = 0.0
         return noise
 
     def candidates(self, estimator, decoder, batch):
@@ -223,6 +220,43 @@ def _candidate_costs(estimator, codec, orderings, possible, samples, ids):
     return costs
 
 
+def _decoded_batches(estimator, plan, sequences):
+    """Every candidate of every batch of the samples, decoded as ``plan`` says: for
+    each batch, the index of its first sample, its image rows (the sample and its
+    mirror images in turn), and the candidates of each sample, those of each of its
+    images in turn (orderings (n, images * C, T), log-likelihoods and whether each is
+    possible)."""
+    per_call = plan.samples_per_call
+    n_padded = estimator._inference_rows(sequences.n_samples, per_call)
+    decoder = estimator._inference_model(
+        plan.decoder_key, plan.decoder, n_padded * plan.n_images, sequences.max_length
+    )
+    inputs = PointerCodec.decoder_inputs(sequences, n_padded)
+    with quiet_retracing():
+        for first in range(0, n_padded, per_call):
+            batch = take(inputs, slice(first, first + per_call))
+            images = mirror_images(batch, plan.n_images) if plan.n_images > 1 else batch
+            orderings, likelihood, possible = plan.candidates(estimator, decoder, images)
+            n_rows = len(batch["lengths"])
+            yield (
+                first,
+                images,
+                orderings.reshape(n_rows, -1, orderings.shape[-1]),
+                likelihood.reshape(n_rows, -1),
+                possible.reshape(n_rows, -1),
+            )
+
+
+def _greedy_orderings(estimator, sequences):
+    """The orderings and log-likelihoods of ``decode="greedy"`` (with the estimator's
+    ``augment``), of shape (n_samples, images, T) and (n_samples, images)."""
+    plan = DecodingPlan.resolve(estimator, sequences, "greedy")
+    batches = list(_decoded_batches(estimator, plan, sequences))
+    orderings = np.concatenate([b[2] for b in batches])[: sequences.n_samples]
+    likelihood = np.concatenate([b[3] for b in batches])[: sequences.n_samples]
+    return orderings, likelihood
+
+
 def decode_sequences(estimator, sequences, codec, samples=None, distributions=True):
     """Orderings (and pointer distributions) of validated sequences, decoded by a
     fitted :class:`~skptr.PointerNetworkOrderer` as its ``decode``, ``n_candidates``,
@@ -249,41 +283,40 @@ def decode_sequences(estimator, sequences, codec, samples=None, distributions=Tr
         unless asked for).
     """
     plan = DecodingPlan.resolve(estimator, sequences)
-    per_call = plan.samples_per_call
-    n_padded = estimator._inference_rows(sequences.n_samples, per_call)
-    decoder = estimator._inference_model(
-        plan.decoder_key, plan.decoder, n_padded * plan.n_images, sequences.max_length
-    )
-    inputs = PointerCodec.decoder_inputs(sequences, n_padded)
+    greedy = None if plan.method == "greedy" else _greedy_orderings(estimator, sequences)
     kept_orderings, kept_images = [], []
-    with quiet_retracing():
-        for first in range(0, n_padded, per_call):
-            batch = take(inputs, slice(first, first + per_call))
-            images = mirror_images(batch, plan.n_images) if plan.n_images > 1 else batch
-            orderings, likelihood, possible = plan.candidates(estimator, decoder, images)
-            # Each sample's candidates: those of each of its images in turn.
-            n_rows, n_steps = len(batch["lengths"]), orderings.shape[-1]
-            orderings = orderings.reshape(n_rows, -1, n_steps)
-            likelihood = likelihood.reshape(n_rows, -1)
-            possible = possible.reshape(n_rows, -1)
-            ids = np.arange(first, min(first + n_rows, sequences.n_samples))
-            possible[len(ids) :] = False
-            possible[len(ids) :, 0] = True  # padding rows keep any candidate
-            costs = None
-            if estimator.cost is not None and orderings.shape[1] > 1:
-                costs = np.zeros(possible.shape)
-                costs[: len(ids)] = _candidate_costs(
-                    estimator, codec, orderings[: len(ids)], possible[: len(ids)], samples, ids
-                )
-            column = _chosen(costs, likelihood, possible)
-            rows = np.arange(n_rows)
-            kept_orderings.append(orderings[rows, column])
-            image_row = rows * plan.n_images + column // (orderings.shape[1] // plan.n_images)
-            kept_images.append(take(images, image_row))
+    for first, images, orderings, likelihood, possible in _decoded_batches(
+        estimator, plan, sequences
+    ):
+        n_rows, n_columns = orderings.shape[:2]
+        ids = np.arange(first, min(first + n_rows, sequences.n_samples))
+        # The image each column of a sample's candidates was decoded from.
+        column_image = np.repeat(np.arange(plan.n_images), n_columns // plan.n_images)
+        if greedy is not None:  # the greedy orderings come first
+            padding = n_rows - len(ids)
+            extra = np.pad(greedy[0][ids], ((0, padding), (0, 0), (0, 0)), constant_values=-1)
+            orderings = np.concatenate([extra, orderings], axis=1)
+            likelihood = np.concatenate(
+                [np.pad(greedy[1][ids], ((0, padding), (0, 0))), likelihood], axis=1
+            )
+            possible = np.concatenate([np.ones(extra.shape[:2], bool), possible], axis=1)
+            column_image = np.concatenate([np.arange(plan.n_images), column_image])
+        possible[len(ids) :] = False
+        possible[len(ids) :, 0] = True  # padding rows keep any candidate
+        costs = None
+        if estimator.cost is not None and orderings.shape[1] > 1:
+            costs = np.zeros(possible.shape)
+            costs[: len(ids)] = _candidate_costs(
+                estimator, codec, orderings[: len(ids)], possible[: len(ids)], samples, ids
+            )
+        column = _chosen(costs, likelihood, possible)
+        rows = np.arange(n_rows)
+        kept_orderings.append(orderings[rows, column])
+        kept_images.append(take(images, rows * plan.n_images + column_image[column]))
     orderings = np.concatenate(kept_orderings)
     found = None
     if distributions:
-        found = _distributions(estimator, kept_images, kept_orderings, n_padded)
+        found = _distributions(estimator, kept_images, kept_orderings, len(orderings))
     return codec.decode(orderings, found, sequences.n_samples)
 
 

@@ -139,7 +139,7 @@ def decode_lanes(network, encoded, lengths, n_lanes, *, starts=None, noise=None)
     return ops.transpose(emitted, (1, 2, 0)), carry[4]
 
 
-def beam_search(network, encoded, lengths, width, greedy_lane=False):
+def beam_search(network, encoded, lengths, width):
     """Beam search over orderings, keeping ``width`` partial orderings per sample.
 
     A hypothesis that has ended (end of output, or all positions used) is carried
@@ -153,16 +153,12 @@ def beam_search(network, encoded, lengths, width, greedy_lane=False):
         As for :func:`decode_lanes`.
     width : int
         Hypotheses kept per sample.
-    greedy_lane : bool, default=False
-        Also decode the greedy ordering, in one more lane of the same loop: a beam
-        can lose the greedy path on inputs longer than those trained on.
 
     Returns
     -------
-    orderings : int32 tensor of shape (n, lanes, T)
-        Every hypothesis of the final beam, most likely first (and with
-        ``greedy_lane``, the greedy ordering last).
-    log_likelihood : tensor of shape (n, lanes)
+    orderings : int32 tensor of shape (n, width, T)
+        Every hypothesis of the final beam, most likely first.
+    log_likelihood : tensor of shape (n, width)
         Their log-likelihoods; a hypothesis impossible for a short sample (fewer
         orderings than ``width``) has one near ``NEGATIVE_LOGIT``.
     """
@@ -171,11 +167,10 @@ def beam_search(network, encoded, lengths, width, greedy_lane=False):
     n_samples = ops.shape(keys)[0]
     n_pointers = static_or_dynamic(keys, 1)
     n_steps = n_pointers - 1
-    lanes = width + int(greedy_lane)
     lengths = ops.cast(lengths, "int32")
     only_end = ops.arange(n_pointers) == n_steps
     # Row of each sample's first lane when lanes are flattened to rows.
-    first_row = ops.arange(n_samples, dtype="int32")[:, None] * lanes
+    first_row = ops.arange(n_samples, dtype="int32")[:, None] * width
 
     def step(carry, _):
         states, previous, chosen, finished, scores = carry
@@ -183,43 +178,28 @@ def beam_search(network, encoded, lengths, width, greedy_lane=False):
             network, keys, prepared, valid, states, previous, chosen
         )
         continuation = ops.where(
-            finished[:, :width, None],
-            ops.where(only_end, 0.0, NEGATIVE_LOGIT),
-            log_probs[:, :width],
+            finished[..., None], ops.where(only_end, 0.0, NEGATIVE_LOGIT), log_probs
         )
-        candidates = scores[:, :width, None] + continuation
-        candidates = ops.reshape(candidates, (-1, width * n_pointers))
-        beam_scores, flat_choice = ops.top_k(candidates, k=width, sorted=True)
+        candidates = ops.reshape(scores[..., None] + continuation, (-1, width * n_pointers))
+        scores, flat_choice = ops.top_k(candidates, k=width, sorted=True)
         flat_choice = ops.cast(flat_choice, "int32")
         source, choice = flat_choice // n_pointers, flat_choice % n_pointers
-        if greedy_lane:  # the last lane continues itself with its likeliest choice
-            greedy = log_probs[:, width]
-            greedy_choice = ops.cast(ops.argmax(greedy, axis=-1), "int32")
-            picked = ops.take_along_axis(greedy, greedy_choice[:, None], axis=-1)[:, 0]
-            picked = ops.where(finished[:, width], 0.0, picked)
-            source = ops.concatenate([source, ops.full_like(source[:, :1], width)], axis=1)
-            choice = ops.concatenate([choice, greedy_choice[:, None]], axis=1)
-            beam_scores = ops.concatenate(
-                [beam_scores, (scores[:, width] + picked)[:, None]], axis=1
-            )
         rows = ops.reshape(first_row + source, (-1,))
 
         states = [[ops.take(s, rows, axis=0) for s in layer] for layer in states]
         chosen = ops.take(ops.reshape(chosen, (-1, n_pointers)), rows, axis=0)
-        chosen = ops.reshape(chosen, (-1, lanes, n_pointers))
-        finished = ops.reshape(ops.take(ops.reshape(finished, (-1,)), rows), (-1, lanes))
+        chosen = ops.reshape(chosen, (-1, width, n_pointers))
+        finished = ops.reshape(ops.take(ops.reshape(finished, (-1,)), rows), (-1, width))
         chosen, emitted, finished, _ = _advance(chosen, finished, choice, lengths, n_steps)
-        return (states, choice, chosen, finished, beam_scores), (source, emitted)
+        return (states, choice, chosen, finished, scores), (source, emitted)
 
-    # The beam starts from its first lane alone; the greedy lane from 0.
-    first_scores = ops.where(ops.arange(lanes) == 0, 0.0, NEGATIVE_LOGIT)
-    if greedy_lane:
-        first_scores = ops.where(ops.arange(lanes) == width, 0.0, first_scores)
+    # The beam starts from its first lane alone.
+    first_scores = ops.where(ops.arange(width) == 0, 0.0, NEGATIVE_LOGIT)
     carry = (
-        _lane_states(states, lanes),
-        ops.full((n_samples, lanes), -1, dtype="int32"),
-        ops.zeros((n_samples, lanes, n_pointers), dtype="bool"),
-        ops.zeros((n_samples, lanes), dtype="bool"),
+        _lane_states(states, width),
+        ops.full((n_samples, width), -1, dtype="int32"),
+        ops.zeros((n_samples, width, n_pointers), dtype="bool"),
+        ops.zeros((n_samples, width), dtype="bool"),
         ops.tile(ops.cast(first_scores, "float32")[None, :], (n_samples, 1)),
     )
     carry, (sources, emitted) = scan(step, carry, ops.arange(n_steps, dtype="int32"))
@@ -233,7 +213,7 @@ def beam_search(network, encoded, lengths, width, greedy_lane=False):
             ops.take_along_axis(step_emitted, lanes, axis=1),
         )
 
-    last = ops.tile(ops.arange(lanes, dtype="int32")[None, :], (n_samples, 1))
+    last = ops.tile(ops.arange(width, dtype="int32")[None, :], (n_samples, 1))
     _, orderings = scan(back, last, (ops.flip(sources, axis=0), ops.flip(emitted, axis=0)))
     return ops.transpose(ops.flip(orderings, axis=0), (1, 2, 0)), carry[4]
 
@@ -254,7 +234,7 @@ class PointerDecoder(NetworkWrapper):
         The trained network (weights are shared, not copied).
     method : {"lanes", "beam"}
         Lanes of greedy decoding (:func:`decode_lanes`), or beam search
-        (:func:`beam_search`) followed by the greedy ordering as its last candidate.
+        (:func:`beam_search`).
     width : int
         Lanes, or the width of the beam.
     sampled : bool
@@ -271,9 +251,7 @@ class PointerDecoder(NetworkWrapper):
         values, lengths = inputs["values"], inputs["lengths"]
         encoded = self.network.encode(values, lengths, training=False)
         if self.method == "beam":
-            orderings, log_likelihood = beam_search(
-                self.network, encoded, lengths, self.width, greedy_lane=True
-            )
+            orderings, log_likelihood = beam_search(self.network, encoded, lengths, self.width)
         else:
             noise = None
             if self.sampled:
