@@ -401,10 +401,17 @@ DECODINGS = (
 )
 
 
-def test_no_decoding_is_costlier_than_greedy_also_on_longer_inputs():
+@pytest.fixture(scope="module")
+def six_city_model():
+    """A model of 6-city tours, fitted once for the decoding tests (each takes a
+    shallow copy to set its decoding on)."""
+    return PointerNetworkOrderer(cost="tour", random_state=0, **TINY).fit(_points(64, 6, 13))
+
+
+def test_no_decoding_is_costlier_than_greedy_also_on_longer_inputs(six_city_model):
     # Trained on 6 cities, decoded on 6, 18 and 30: every decoding's candidates include
     # the greedy ordering, so none is costlier than greedy on any sample.
-    est = PointerNetworkOrderer(cost="tour", random_state=0, **TINY).fit(_points(64, 6, 13))
+    est = six_city_model._shallow_copy()
     rng = np.random.default_rng(14)
     for n_cities in (6, 18, 30):
         X = rng.random((24, n_cities, 2))
@@ -416,8 +423,8 @@ def test_no_decoding_is_costlier_than_greedy_also_on_longer_inputs():
                 assert cheapest.mean() < greedy.mean(), (n_cities, decoding)  # model: worse
 
 
-def test_without_a_cost_no_decoding_is_less_likely_than_greedy_on_longer_inputs():
-    est = PointerNetworkOrderer(cost="tour", random_state=0, **TINY).fit(_points(64, 6, 15))
+def test_without_a_cost_no_decoding_is_less_likely_than_greedy_on_longer_inputs(six_city_model):
+    est = six_city_model._shallow_copy()
     X = np.random.default_rng(16).random((16, 30, 2))
     est.set_params(cost=None)
     greedy, *others = _log_likelihoods(est, X, ({"decode": "greedy"}, *DECODINGS))
@@ -425,18 +432,18 @@ def test_without_a_cost_no_decoding_is_less_likely_than_greedy_on_longer_inputs(
         assert np.all(likelihood >= greedy - 1e-3), decoding
 
 
-def test_ties_in_cost_keep_the_likeliest_candidate():
+def test_ties_in_cost_keep_the_likeliest_candidate(six_city_model):
     X = _points(32, 6, seed=17)
-    est = PointerNetworkOrderer(cost="tour", random_state=0, **TINY).fit(X)
+    est = six_city_model._shallow_copy()
     for decoding in DECODINGS:
         likeliest = est.set_params(cost=None, **decoding).predict(X)
         constant = est.set_params(cost=lambda X, o: np.ones(len(X))).predict(X)
         np.testing.assert_array_equal(constant, likeliest)
 
 
-def test_sampled_candidates_are_repeatable_with_an_int_random_state():
+def test_sampled_candidates_are_repeatable_with_an_int_random_state(six_city_model):
     X = _points(16, 7, seed=18)
-    est = PointerNetworkOrderer(cost="tour", random_state=0, **TINY).fit(X)
+    est = six_city_model._shallow_copy()
     est.set_params(decode="sample", n_candidates=3)
     first = est.predict(X)
     np.testing.assert_array_equal(est.predict(X), first)
@@ -444,10 +451,11 @@ def test_sampled_candidates_are_repeatable_with_an_int_random_state():
     assert not np.array_equal(est.set_params(random_state=1).predict(X), first)
 
 
-def test_multistart_spreads_its_starts_and_decodes_every_start_in_pieces(monkeypatch):
+def test_multistart_spreads_its_starts_and_decodes_every_start_in_pieces(
+    six_city_model, monkeypatch
+):
     X = _points(8, 9, seed=19)
-    est = PointerNetworkOrderer(cost=user_tour, random_state=0, **TINY).fit(X)
-    est.set_params(decode="multistart")
+    est = six_city_model._shallow_copy().set_params(cost=user_tour, decode="multistart")
     every_start = est.predict(X)
     # A call allowed a few numbers decodes the candidates in several pieces: the same.
     shared, per_lane = _sizes.decoding_numbers(est._as_fitted(), 9, sampled=False)
@@ -467,10 +475,11 @@ def test_multistart_spreads_its_starts_and_decodes_every_start_in_pieces(monkeyp
     ("name", "value"),
     [("decode", "bogus"), ("n_candidates", 0), ("beam_width", -1), ("augment", 8), ("cost", 3)],
 )
-def test_a_typo_in_a_decoding_parameter_raises_at_every_inference_call(name, value):
+def test_a_typo_in_a_decoding_parameter_raises_at_every_inference_call(
+    six_city_model, name, value
+):
     X = _points(8, 4, seed=20)
-    est = PointerNetworkOrderer(cost="tour", random_state=0, **TINY).fit(X)
-    est.set_params(**{name: value})
+    est = six_city_model._shallow_copy().set_params(**{name: value})
     for call in (est.predict, est.predict_proba, est.score):
         with pytest.raises(InvalidParameterError, match=f"'{name}' parameter"):
             call(X)
