@@ -99,12 +99,12 @@ def test_costs_up_to_the_bound_pass_and_beyond_it_name_the_sample():
 @pytest.mark.parametrize(
     ("values", "message"),
     [
-        (np.array([1, 2, 3], dtype=complex), r"complex numbers \(dtype complex128\).*\.real"),
-        (np.array([1.0, 2j, 3.0], dtype=object), r"the complex number 2j for X\[5\]"),
-        ([True, False, True], r"booleans \(dtype bool\).*astype\(float\)"),
-        (np.array([1.0, 2.0, True], dtype=object), r"the boolean True for X\[6\]"),
-        (["1.0", "2", "3"], r"strings \(dtype <U3\)"),
-        ([1.0, None, 2.0], r"None \(a NoneType, not a number\) for X\[5\]"),
+        (np.array([1, 2, 3], dtype=complex), r"values of dtype complex128"),
+        (np.array([1.0, 2j, 3.0], dtype=object), r"returned 2j for X\[5\]"),
+        ([True, False, True], r"values of dtype bool"),
+        (np.array([1.0, 2.0, True], dtype=object), r"returned True for X\[6\]"),
+        (["1.0", "2", "3"], r"values of dtype <U3"),
+        ([1.0, None, 2.0], r"returned None for X\[5\]"),
     ],
     ids=["complex", "complex item", "booleans", "boolean item", "numeric strings", "None"],
 )

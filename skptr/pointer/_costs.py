@@ -3,7 +3,6 @@ function, on the user's own samples, with its answers checked."""
 
 from __future__ import annotations
 
-import decimal
 import numbers
 import threading
 
@@ -133,20 +132,17 @@ def _real_values(values, name, orderings, sample_ids):
             f"The cost {name} must return an array of shape ({len(orderings)},), one "
             f"number per sample; it returned shape {array.shape}."
         )
-    kind = array.dtype.kind
-    if kind == "O":
+    if array.dtype.kind == "O":  # a list of Python objects: name the first non-number
         for i, item in enumerate(array.tolist()):
-            problem = _not_a_real_number(item)
-            if problem:
+            if isinstance(item, bool) or not isinstance(item, numbers.Real):
                 raise ValueError(
-                    f"{_NUMBERS.format(name=name)}; it returned {problem[0]} for "
-                    f"X[{int(sample_ids[i])}].{_HINTS.get(problem[1], '')}"
+                    f"{_NUMBERS.format(name=name)}; it returned {item!r} for "
+                    f"X[{int(sample_ids[i])}]."
                 )
-    elif kind not in "iuf":
-        problem = _NOT_REAL_KINDS.get(kind, "values")
+    elif array.dtype.kind not in "iuf":
         raise ValueError(
-            f"{_NUMBERS.format(name=name)}; it returned {problem} (dtype {array.dtype})."
-            f"{_HINTS.get(kind, '')}"
+            f"{_NUMBERS.format(name=name)}; it returned values of dtype {array.dtype} "
+            "(complex numbers, booleans and strings are refused, not converted)."
         )
     try:
         return array.astype(np.float64)
@@ -158,23 +154,6 @@ def _real_values(values, name, orderings, sample_ids):
 
 
 _NUMBERS = "The cost {name} must return an array of numbers, one real number per sample"
-_NOT_REAL_KINDS = {"b": "booleans", "c": "complex numbers", "U": "strings", "S": "bytes"}
-# How to convert values of each dtype kind, when there is a sensible way.
-_HINTS = {
-    "b": " Convert them explicitly if they are meant as costs (.astype(float)).",
-    "c": " Return a real cost explicitly, such as np.abs(...) or .real of the values.",
-}
-
-
-def _not_a_real_number(item):
-    """``(description, dtype kind)`` of ``item`` if it is not a real number, else ``None``."""
-    if isinstance(item, bool | np.bool_):
-        return f"the boolean {item!r}", "b"
-    if isinstance(item, numbers.Real | decimal.Decimal):
-        return None
-    if isinstance(item, numbers.Complex):
-        return f"the complex number {item!r}", "c"
-    return f"{item!r} (a {type(item).__name__}, not a number)", "O"
 
 
 class CostErrors(keras.callbacks.Callback):
