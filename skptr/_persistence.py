@@ -221,7 +221,6 @@ def _write_atomically(path, data):
             )
         mode = stat.S_IMODE(status.st_mode)
     directory, name = os.path.split(target)
-    _check_directory(path)
     try:
         handle, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
     except OSError as error:  # it names the temporary file: name the user's path instead
