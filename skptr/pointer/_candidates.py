@@ -25,16 +25,13 @@ from ._codec import PointerCodec
 from ._costs import call_cost, check_cost_applies, samples_at
 from ._decoding import PointerDecoder, PointerScorer
 from ._layers import NEGATIVE_LOGIT
+from ._reinforce import UNIFORM_MARGIN
 from ._symmetries import check_augment, mirror_images
 
 __all__ = ["DECODE_METHODS", "DecodingPlan", "decode_sequences"]
 
 #: The values of ``decode``.
 DECODE_METHODS = ("greedy", "sample", "multistart", "beam")
-
-#: The uniform noise behind the Gumbel noise stays this far from 0 and 1, so that the
-#: noise is finite and a masked position is never sampled.
-_UNIFORM_MARGIN = 1e-6
 
 #: Costs within this relative distance of the cheapest count as ties.
 _COST_TIE = 1e-9
@@ -162,7 +159,7 @@ class DecodingPlan:
         for row in range(n_rows):
             content = zlib.crc32(np.ascontiguousarray(values[row, : lengths[row]]).tobytes())
             rng = np.random.default_rng([self.seed, content, chunk])
-            uniform = rng.uniform(_UNIFORM_MARGIN, 1 - _UNIFORM_MARGIN, noise.shape[1:])
+            uniform = rng.uniform(UNIFORM_MARGIN, 1 - UNIFORM_MARGIN, noise.shape[1:])
             noise[row] = -np.log(-np.log(uniform))
         return noise
 

@@ -30,6 +30,7 @@ from ._decoding import decode_lanes, static_or_dynamic, teacher_targets
 
 __all__ = [
     "ROLLOUTS",
+    "UNIFORM_MARGIN",
     "CostTrainer",
     "cost_training_model",
     "graph_costs",
@@ -45,14 +46,14 @@ ROLLOUTS = ("sample", "multistart")
 
 #: The uniform noise behind the Gumbel noise stays this far from 0 and 1, so that the
 #: noise is finite and a masked position (logit -1e9) is never sampled.
-_UNIFORM_MARGIN = 1e-6
+UNIFORM_MARGIN = 1e-6
 
 
 def gumbel_noise(shape, seed):
     """Standard Gumbel noise of ``shape``; ``seed`` is an int or a
     :class:`keras.random.SeedGenerator`."""
     uniform = keras.random.uniform(
-        shape, minval=_UNIFORM_MARGIN, maxval=1.0 - _UNIFORM_MARGIN, seed=seed
+        shape, minval=UNIFORM_MARGIN, maxval=1.0 - UNIFORM_MARGIN, seed=seed
     )
     return -ops.log(-ops.log(uniform))
 
