@@ -23,18 +23,22 @@ __all__ = ["start_backend_quietly"]
 
 def _first_tensorflow_operations(started_before):
     """Run what makes TensorFlow's runtime print its one-time notices: finding its
-    devices and a dataset made by a Python generator; if TensorFlow was started before
-    skptr (so with the log level it had then), also a graph with logical operations
-    compiled with XLA."""
+    devices and, on the TensorFlow backend, a dataset made by a Python generator; if
+    TensorFlow was started before skptr (so with the log level it had then), also a
+    graph with logical operations compiled with XLA."""
     if not importlib.util.find_spec("tensorflow"):
         return
+    import keras
     import tensorflow as tf
 
     tf.config.list_logical_devices()
-    dataset = tf.data.Dataset.from_generator(
-        lambda: iter([0]), output_signature=tf.TensorSpec((), tf.int64)
-    )
-    list(dataset)
+    # skptr feeds JAX without tf.data, and once a tf.data pipeline has run in a
+    # process, JAX's compiled calls in that process run about half as fast.
+    if keras.backend.backend() == "tensorflow":
+        dataset = tf.data.Dataset.from_generator(
+            lambda: iter([0]), output_signature=tf.TensorSpec((), tf.int64)
+        )
+        list(dataset)
     if started_before:
         logical = tf.function(lambda x: tf.logical_and(x > 0, x < 2), jit_compile=True)
         logical(tf.constant([1.0]))
