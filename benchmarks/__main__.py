@@ -35,6 +35,7 @@ SECTIONS = (
     "predict_threads",
     "cpu_allocator",
     "decoding_scale",
+    "cost_training_scale",
     "sort8_curves",
     "sort_floats",
     "convex_hull",
@@ -138,6 +139,21 @@ RL4CO = {
     "seconds": COST_LEARNING["seconds"],
     "n_test": COST_LEARNING["n_test"],
     "batch_size": 64,
+}
+
+#: ``cost_training_scale``: training from the cost ``"tour"`` with the recommended
+#: settings on N uniform random points, each measurement in a fresh process per backend,
+#: budgeted by a per-batch callback (as a user's budget is); three processes per backend
+#: at 20 and 100 points (the backends alternate), one at the other sizes.
+COST_TRAINING_SCALE = {
+    "sizes": [20, 50, 100, 200],
+    "backends": ["tensorflow", "jax"],
+    "repeats": {"20": 3, "100": 3},
+    "seconds": 30,
+    "n_pool": 10_000,
+    "params": RECOMMENDED_COST_PARAMS,
+    "seed": 0,
+    "timeout_s": 600,
 }
 
 #: ``decoding_scale``: one instance of N uniform random points per size, decoded by each
@@ -351,6 +367,14 @@ def configuration(quick):
                 "n_train": 32,
                 "timeout_s": 300,
             },
+            "cost_training_scale": {
+                **COST_TRAINING_SCALE,
+                "sizes": [8],
+                "repeats": {},
+                "seconds": 2,
+                "n_pool": 512,
+                "timeout_s": 300,
+            },
             "sort8_curves": {"n_train": 2000, "epochs": 2, "hidden_size": 32},
             "sort_floats": {"sizes": [5], "n_train": 1500, "epochs": 2, "hidden_size": 32},
             "convex_hull": {
@@ -498,6 +522,7 @@ def configuration(quick):
         },
         "cpu_allocator": CPU_ALLOCATOR,
         "decoding_scale": DECODING_SCALE,
+        "cost_training_scale": COST_TRAINING_SCALE,
         "sort8_curves": {"n_train": 9000, "epochs": 6, "hidden_size": 64},
         "sort_floats": {"sizes": [5, 10], "n_train": 5000, "epochs": 8, "hidden_size": 64},
         "convex_hull": {
@@ -597,7 +622,15 @@ def main(argv=None):
         print(f"[{time.perf_counter() - start:7.1f} s] {message}", flush=True)
 
     if not args.report_only:
-        from . import budget, cost_learning, decoding_scale, precision, quality, speed
+        from . import (
+            budget,
+            cost_learning,
+            cost_training_scale,
+            decoding_scale,
+            precision,
+            quality,
+            speed,
+        )
 
         runners = {
             "pointer_vs_torch": budget.pointer_vs_torch,
@@ -614,6 +647,7 @@ def main(argv=None):
             "predict_threads": speed.predict_threads,
             "cpu_allocator": speed.cpu_allocator,
             "decoding_scale": decoding_scale.decoding_scale,
+            "cost_training_scale": cost_training_scale.cost_training_scale,
             "sort8_curves": quality.sort8_curves,
             "sort_floats": quality.sort_floats,
             "convex_hull": quality.convex_hull,
