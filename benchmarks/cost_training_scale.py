@@ -121,6 +121,9 @@ def _run(spec, backend, timeout_s):
         return {"status": f"timed out after {timeout_s} s"}
     if done.returncode < 0:  # killed by a signal, such as the kernel's out-of-memory killer
         return {"status": f"killed by signal {-done.returncode}"}
+    refusal = [line for line in done.stderr.splitlines() if line.startswith("MemoryError: ")]
+    if done.returncode != 0 and refusal:  # skptr's own bound, before any work
+        return {"status": "refused: " + refusal[-1].removeprefix("MemoryError: ")}
     check(
         done.returncode == 0,
         f"training on {spec['n_points']} points ({backend}) failed:\n{done.stderr[-3000:]}",

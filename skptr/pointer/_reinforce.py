@@ -235,7 +235,7 @@ def cost_training_model(estimator, network, data, seed):
     estimator._check_memory(
         "a training step from a cost",
         WEIGHT_COPIES * _sizes.weight_count(estimator)
-        + _sizes.activation_count(estimator, rows, n_positions)
+        + _sizes.activation_count(estimator, batch, n_positions, decoded_rows=rows)
         + batch * shared
         + rows * per_lane,
         rollouts=rows,

@@ -60,16 +60,27 @@ def weight_count(est):
     return encoder + decoder + scorers
 
 
-def activation_count(est, n_rows, n_steps):
+def activation_count(est, n_rows, n_steps, decoded_rows=None):
     """Estimated numbers a training step holds for ``n_rows`` sequences of ``n_steps``
-    steps, weights excluded."""
+    steps, weights excluded; ``decoded_rows`` (default ``n_rows``) is the number of
+    orderings the decoder is taught, when it differs (the rollouts of a cost)."""
     hidden, width = _widths(est)
-    depth = est.num_layers + decoder_depth(est.num_layers, est.decoder_layers)
-    recurrent = depth * _GATES[est.cell] * width + hidden
-    scored = n_steps * (hidden + 2) * (1 + est.n_glimpses)
-    if est.encoder == "attention":  # attention weights, then 10 vectors per block
-        recurrent += est.num_layers * (2 * est.n_heads * n_steps + 10 * hidden)
-    return 2 * n_rows * (n_steps + 1) * (recurrent + scored)
+    decoded_rows = n_rows if decoded_rows is None else decoded_rows
+    # Per position and row: the encoder's layers (attention weights, then 10 vectors
+    # per block) ...
+    if est.encoder == "attention":
+        encoder = est.num_layers * (2 * est.n_heads * n_steps + 10 * hidden) + hidden
+    else:
+        encoder = est.num_layers * _GATES[est.cell] * width + hidden
+    # ... and per step and taught ordering: the decoder's layers, its copy of the keys,
+    # and the scores of every position (an additive scorer's tanh layer included).
+    per_score = hidden + 2 if est.attention == "additive" else 6
+    decoder = (
+        decoder_depth(est.num_layers, est.decoder_layers) * _GATES[est.cell] * width
+        + 2 * width
+        + n_steps * per_score * (1 + est.n_glimpses)
+    )
+    return 2 * (n_steps + 1) * (n_rows * encoder + decoded_rows * decoder)
 
 
 def decoding_numbers(est, n_steps, sampled):
