@@ -920,6 +920,49 @@ def _decoding_scale_context(section):
     }
 
 
+def _cost_training_scale_context(section):
+    """The rows of ``cost_training_scale``: per size and backend, the medians of its
+    processes and their range, and JAX's instances per second over TensorFlow's."""
+    import statistics
+
+    config, rows = section["config"], section["results"]
+    body = []
+    for n_points in config["sizes"]:
+        rates = {}
+        for backend in config["backends"]:
+            measured = [r for r in rows if r["n_points"] == n_points and r["backend"] == backend]
+            ok = [r for r in measured if r["status"] == "ok"]
+            if not ok:
+                status = measured[0]["status"] if measured else "not run"
+                body.append([f"{n_points:,}", backend, status, "", "", "", "", ""])
+                continue
+            rate = [r["instances_per_s"] for r in ok]
+            rates[backend] = statistics.median(rate)
+            body.append(
+                [
+                    f"{n_points:,}",
+                    {"tensorflow": "TensorFlow", "jax": "JAX"}[backend],
+                    str(len(ok)),
+                    f"{statistics.median(r['first_step_s'] for r in ok):,.1f}",
+                    f"{rates[backend]:,.1f}",
+                    _span(rate),
+                    f"{statistics.median(r['peak_mb'] for r in ok):,.0f}",
+                    f"{statistics.median(r['peak_mb'] - r['start_mb'] for r in ok):+,.0f}",
+                ]
+            )
+        if len(rates) == 2:
+            body[-1].append(f"{rates['jax'] / rates['tensorflow']:.2f}")
+    for row in body:
+        row.extend([""] * (9 - len(row)))
+    return {
+        "commit": rows[0]["skptr_commit"] if rows else "?",
+        "params": ", ".join(f"`{k}={v!r}`" for k, v in config["params"].items()),
+        "seconds": config["seconds"],
+        "n_pool": f"{config['n_pool']:,}",
+        "rows": body,
+    }
+
+
 def _span(values):
     return f"{min(values):,.1f}-{max(values):,.1f}"
 
@@ -1122,6 +1165,9 @@ def report_context(data, run):
         "allocator": section("cpu_allocator", _allocator_rows),
         "decoding_scale": _decoding_scale_context(data["decoding_scale"])
         if "decoding_scale" in data
+        else None,
+        "cost_training_scale": _cost_training_scale_context(data["cost_training_scale"])
+        if "cost_training_scale" in data
         else None,
         "sort8": {
             "budget": _budget_text(data["sort8_curves"]["results"]["budget"], short),

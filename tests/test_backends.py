@@ -148,6 +148,28 @@ def test_models_saved_on_one_backend_predict_identically_on_the_other(tmp_path):
             )
 
 
+@pytest.mark.skipif(BACKEND != "jax", reason="TensorFlow's fits read tf.data pipelines")
+def test_no_tf_data_pipeline_runs_in_a_jax_process(monkeypatch):
+    # Once a tf.data pipeline has run in a process, JAX's compiled calls there slow down.
+    import tensorflow as tf
+
+    from skptr import _startup
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a tf.data pipeline ran on JAX")
+
+    monkeypatch.setattr(tf.data.Dataset, "__iter__", refuse)
+    monkeypatch.setattr(tf.data.Dataset, "from_generator", refuse)
+    monkeypatch.setattr(tf.data.Dataset, "from_tensor_slices", refuse)
+    _startup._first_tensorflow_operations(started_before=True)
+    X = np.random.default_rng(0).random((24, 5))
+    est = PointerNetworkOrderer(hidden_size=8, epochs=1, batch_size=8, random_state=0)
+    est.fit(X, np.argsort(X, axis=1)).predict(X)
+    NeuralStackTransducer(hidden_size=8, epochs=1, batch_size=8, random_state=0).fit(
+        ["ab", "ba", "abc"], ["ba", "ab", "cba"]
+    ).predict(["ab"])
+
+
 @pytest.mark.skipif(BACKEND != "jax", reason="JAX keeps dead models' executables")
 @pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs Linux's /proc")
 def test_dead_models_executables_are_freed_on_jax(monkeypatch):
