@@ -10,7 +10,7 @@ import pytest
 from _files import tampered
 from _marks import once, once_on_jax
 from scipy.spatial.distance import pdist
-from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.model_selection import GridSearchCV
 from sklearn.utils._param_validation import InvalidParameterError
 
 from skptr import PointerNetworkOrderer, load, metrics
@@ -298,14 +298,13 @@ def test_a_cost_function_receives_the_samples_as_given():
 
 @once
 def test_searches_and_cross_validation_tune_without_labels():
-    X = _points(96, 5, seed=6)
+    X = _points(64, 5, seed=6)
     est = PointerNetworkOrderer(cost="tour", random_state=0, **TINY)
     search = GridSearchCV(est, {"hidden_size": [4, 8]}, cv=2).fit(X)
     best = search.best_estimator_
-    assert search.best_score_ < 0
+    scores = search.cv_results_["split0_test_score"], search.cv_results_["split1_test_score"]
+    assert np.all(np.isfinite(scores)) and np.all(np.asarray(scores) < 0)
     assert best.score(X) == pytest.approx(-tour_length(X, best.predict(X)).mean())
-    scores = cross_val_score(est, X, cv=2)
-    assert scores.shape == (2,) and np.all(scores < 0)
 
 
 @once
