@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -20,7 +22,9 @@ __all__ = [
     "device_info",
     "load_average",
     "median_rate",
+    "peak_mb",
     "read_json",
+    "run_in_own_process",
     "source_version",
     "write_json",
 ]
@@ -191,3 +195,72 @@ def _plain(value):
     if isinstance(value, np.ndarray):
         return value.tolist()
     raise TypeError(f"cannot write {type(value).__name__} to JSON")
+
+
+def ru_maxrss_mb():
+    """``ru_maxrss`` of this process, in MB (10**6 bytes; Linux counts kB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6
+
+
+def peak_mb():
+    """The peak resident memory of this process's own address space so far, in MB.
+
+    Linux keeps ``ru_maxrss`` across ``fork`` and ``exec``: a process started by
+    ``subprocess`` reports at least the resident memory its parent had when it started
+    (here, the benchmark's process with TensorFlow and the fitted network), so the
+    peak comes from ``VmHWM`` of ``/proc/self/status``, the high-water mark of the
+    address space that ``exec`` created; ``ru_maxrss`` where that is unavailable.
+    """
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024 / 1e6
+    except OSError:
+        pass
+    return ru_maxrss_mb()
+
+
+def run_in_own_process(module, spec, timeout_s, what, env=None):
+    """Run ``python -m module SPEC`` (``spec`` as JSON) and return its measurements.
+
+    Parameters
+    ----------
+    module : str
+        A benchmark module that prints its measurements as a JSON object on its last
+        line.
+    spec : dict
+        What to measure.
+    timeout_s : float
+        Seconds before the process is stopped.
+    what : str
+        What the process does, for the error message.
+    env : dict, optional
+        Its environment (default: this process's).
+
+    Returns
+    -------
+    dict
+        ``status`` ("ok", or how the process ended: timed out, killed by a signal such
+        as the out-of-memory killer's, or refused by skptr's own memory bound before
+        any work) and, when "ok", the measurements.
+    """
+    command = [sys.executable, "-m", module, json.dumps(spec)]
+    try:
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=timeout_s,
+            env=env,
+        )
+    except subprocess.TimeoutExpired:
+        return {"status": f"timed out after {timeout_s} s"}
+    if done.returncode < 0:
+        return {"status": f"killed by signal {-done.returncode}"}
+    refusal = [line for line in done.stderr.splitlines() if line.startswith("MemoryError: ")]
+    if done.returncode != 0 and refusal:
+        return {"status": "refused: " + refusal[-1].removeprefix("MemoryError: ")}
+    check(done.returncode == 0, f"{what} failed:\n{done.stderr[-3000:]}")
+    return {"status": "ok", **json.loads(done.stdout.strip().splitlines()[-1])}

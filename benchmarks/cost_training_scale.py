@@ -70,7 +70,7 @@ def measure(spec):
 
     from skptr import PointerNetworkOrderer
 
-    from .decoding_scale import _peak_mb
+    from ._common import peak_mb
 
     points = np.random.default_rng([spec["seed"], spec["n_points"]]).random(
         (spec["n_pool"], spec["n_points"], 2)
@@ -83,7 +83,7 @@ def measure(spec):
         callbacks=[budget],
         random_state=spec["seed"],
     )
-    start_mb = _peak_mb()
+    start_mb = peak_mb()
     start = time.perf_counter()
     est.fit(points)
     fit_s = time.perf_counter() - start
@@ -96,39 +96,8 @@ def measure(spec):
         "batches": budget.batches,
         "fit_s": fit_s,
         "start_mb": start_mb,
-        "peak_mb": _peak_mb(),
+        "peak_mb": peak_mb(),
     }
-
-
-def _run(spec, backend, timeout_s):
-    """One measurement in a process of its own on ``backend``: its result, or how it
-    ended."""
-    import subprocess
-
-    from ._common import check
-
-    command = [sys.executable, "-m", "benchmarks.cost_training_scale", json.dumps(spec)]
-    try:
-        done = subprocess.run(
-            command,
-            capture_output=True,
-            text=True,
-            stdin=subprocess.DEVNULL,
-            timeout=timeout_s,
-            env={**os.environ, "KERAS_BACKEND": backend},
-        )
-    except subprocess.TimeoutExpired:
-        return {"status": f"timed out after {timeout_s} s"}
-    if done.returncode < 0:  # killed by a signal, such as the kernel's out-of-memory killer
-        return {"status": f"killed by signal {-done.returncode}"}
-    refusal = [line for line in done.stderr.splitlines() if line.startswith("MemoryError: ")]
-    if done.returncode != 0 and refusal:  # skptr's own bound, before any work
-        return {"status": "refused: " + refusal[-1].removeprefix("MemoryError: ")}
-    check(
-        done.returncode == 0,
-        f"training on {spec['n_points']} points ({backend}) failed:\n{done.stderr[-3000:]}",
-    )
-    return {"status": "ok", **json.loads(done.stdout.strip().splitlines()[-1])}
 
 
 def cost_training_scale(config, log):
@@ -151,7 +120,7 @@ def cost_training_scale(config, log):
         One row per measurement: size, backend, repeat and the measurements of
         :func:`measure`, or ``status`` saying why it has none.
     """
-    from ._common import source_version
+    from ._common import run_in_own_process, source_version
 
     rows = []
     for n_points in config["sizes"]:
@@ -165,7 +134,13 @@ def cost_training_scale(config, log):
                     "params": config["params"],
                     "seed": config["seed"],
                 }
-                measured = _run(spec, backend, config["timeout_s"])
+                measured = run_in_own_process(
+                    "benchmarks.cost_training_scale",
+                    spec,
+                    config["timeout_s"],
+                    f"training on {n_points} points ({backend})",
+                    env={**os.environ, "KERAS_BACKEND": backend},
+                )
                 row = {
                     "skptr_commit": source_version(),
                     "n_points": n_points,

@@ -11,42 +11,17 @@ is that of one decoding.
 (``skptr.load``), reads its resident memory, sets the decoding parameters, calls
 ``predict`` once (tracing and compiling included, timed apart), times a second
 ``predict`` of the same instance, and prints as its last line a JSON object with both
-times, the peak resident memory after loading and at the end (see :func:`_peak_mb`), and
-the tour length.
+times, the peak resident memory after loading and at the end (see
+:func:`~benchmarks._common.peak_mb`), and the tour length.
 """
 
 from __future__ import annotations
 
 import json
-import resource
 import sys
 import time
 
 __all__ = ["decoding_scale", "method_params"]
-
-
-def _ru_maxrss_mb():
-    """``ru_maxrss`` of this process, in MB (10**6 bytes; Linux counts kB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6
-
-
-def _peak_mb():
-    """The peak resident memory of this process's own address space so far, in MB.
-
-    Linux keeps ``ru_maxrss`` across ``fork`` and ``exec``: a process started by
-    ``subprocess`` reports at least the resident memory its parent had when it started
-    (here, the benchmark's process with TensorFlow and the fitted network), so the
-    peak comes from ``VmHWM`` of ``/proc/self/status``, the high-water mark of the
-    address space that ``exec`` created; ``ru_maxrss`` where that is unavailable.
-    """
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024 / 1e6
-    except OSError:
-        pass
-    return _ru_maxrss_mb()
 
 
 def instance(n_points, seed):
@@ -82,7 +57,7 @@ def measure(spec):
     dict
         ``first_call_s``, ``decode_s``, ``model_mb`` (peak resident memory after
         loading), ``peak_mb`` (at the end), ``ru_maxrss_mb`` (``ru_maxrss`` at the
-        end, which counts the parent's memory too: see :func:`_peak_mb`) and
+        end, which counts the parent's memory too: see :func:`~benchmarks._common.peak_mb`) and
         ``tour_length`` of the second call's ordering.
     """
     import numpy as np
@@ -90,8 +65,10 @@ def measure(spec):
     import skptr
     from skptr.costs import tour_length
 
+    from ._common import peak_mb, ru_maxrss_mb
+
     est = skptr.load(spec["model"])
-    model_mb = _peak_mb()
+    model_mb = peak_mb()
     X = instance(spec["n_points"], spec["seed"])
     est.set_params(**spec["params"])
     start = time.perf_counter()
@@ -100,7 +77,7 @@ def measure(spec):
     start = time.perf_counter()
     ordering = est.predict(X)
     decode_s = time.perf_counter() - start
-    peak_mb = _peak_mb()
+    peak = peak_mb()
     tour = ordering[0]
     if not np.array_equal(np.sort(tour), np.arange(spec["n_points"])):
         raise RuntimeError(f"not a permutation of {spec['n_points']} points: {tour[:20]}...")
@@ -108,8 +85,8 @@ def measure(spec):
         "first_call_s": first_call_s,
         "decode_s": decode_s,
         "model_mb": model_mb,
-        "peak_mb": peak_mb,
-        "ru_maxrss_mb": _ru_maxrss_mb(),
+        "peak_mb": peak,
+        "ru_maxrss_mb": ru_maxrss_mb(),
         "tour_length": float(tour_length(X, ordering)[0]),
     }
 
@@ -146,32 +123,6 @@ def _fit_and_save(config, path):
     return seconds
 
 
-def _run(spec, timeout_s):
-    """One measurement in a process of its own: its result, or how it ended."""
-    import subprocess
-
-    command = [sys.executable, "-m", "benchmarks.decoding_scale", json.dumps(spec)]
-    try:
-        done = subprocess.run(
-            command,
-            capture_output=True,
-            text=True,
-            stdin=subprocess.DEVNULL,
-            timeout=timeout_s,
-        )
-    except subprocess.TimeoutExpired:
-        return {"status": f"timed out after {timeout_s} s"}
-    if done.returncode < 0:  # killed by a signal, such as the kernel's out-of-memory killer
-        return {"status": f"killed by signal {-done.returncode}"}
-    from ._common import check
-
-    check(
-        done.returncode == 0,
-        f"decoding {spec['n_points']} points with {spec['params']} failed:\n{done.stderr[-3000:]}",
-    )
-    return {"status": "ok", **json.loads(done.stdout.strip().splitlines()[-1])}
-
-
 def decoding_scale(config, log):
     """Time and peak memory of decoding one instance of N points with each method.
 
@@ -197,7 +148,7 @@ def decoding_scale(config, log):
     import tempfile
     from pathlib import Path
 
-    from ._common import source_version
+    from ._common import run_in_own_process, source_version
 
     rows = []
     with tempfile.TemporaryDirectory() as folder:
@@ -209,7 +160,12 @@ def decoding_scale(config, log):
             for method in config["methods"]:
                 params = method_params(config, method, n_points)
                 spec = {"model": model, "n_points": n_points, "seed": config["seed"]}
-                measured = _run({**spec, "params": params}, config["timeout_s"])
+                measured = run_in_own_process(
+                    "benchmarks.decoding_scale",
+                    {**spec, "params": params},
+                    config["timeout_s"],
+                    f"decoding {n_points} points with {params}",
+                )
                 row = {
                     "skptr_commit": source_version(),
                     "n_points": n_points,
