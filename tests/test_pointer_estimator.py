@@ -122,7 +122,7 @@ def test_large_calls_decode_as_small_ones_do(sorter, decode, beam_width):
         ({"batch_size": 4096}, 10, 1, 4096),
         ({"decode": "multistart"}, 100, 100, 64),
         ({"decode": "multistart"}, 1000, 925, 1),  # every start, in two calls
-        ({"decode": "sample", "n_candidates": 7}, 200, 7, 32),
+        ({"decode": "sample", "n_candidates": 7}, 200, 7, 256),
     ],
 )
 def test_decoding_calls_hold_about_2048_lanes_within_memory(params, n_positions, lanes, samples):

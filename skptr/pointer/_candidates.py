@@ -25,7 +25,6 @@ from ._codec import PointerCodec
 from ._costs import call_cost, check_cost_applies, samples_at
 from ._decoding import PointerDecoder, PointerScorer
 from ._layers import NEGATIVE_LOGIT
-from ._reinforce import UNIFORM_MARGIN
 from ._symmetries import check_augment, mirror_images
 
 __all__ = ["DECODE_METHODS", "DecodingPlan", "decode_sequences"]
@@ -149,19 +148,16 @@ class DecodingPlan:
             for first in range(0, n_columns, self.lanes)
         ]
 
-    def _noise(self, batch, chunk):
-        """Gumbel noise of one call's lanes, drawn for each image row from a seed of its
-        own content, so that a sample's candidates depend on the sample alone, not on
-        the others in the call."""
+    def _noise_keys(self, batch, chunk):
+        """The key of the Gumbel noise (:mod:`._noise`) of each image row in one call,
+        drawn from a seed of the row's own content, so that a sample's candidates
+        depend on the sample alone, not on the others in the call."""
         values, lengths = batch["values"], batch["lengths"]
-        n_rows, n_steps = values.shape[:2]
-        noise = np.empty((n_rows, self.lanes, n_steps, n_steps + 1), dtype=np.float32)
-        for row in range(n_rows):
-            content = zlib.crc32(np.ascontiguousarray(values[row, : lengths[row]]).tobytes())
-            rng = np.random.default_rng([self.seed, content, chunk])
-            uniform = rng.uniform(UNIFORM_MARGIN, 1 - UNIFORM_MARGIN, noise.shape[1:])
-            noise[row] = -np.log(-np.log(uniform))
-        return noise
+        keys = np.empty(len(lengths), dtype=np.int32)
+        for row, length in enumerate(lengths):
+            content = zlib.crc32(np.ascontiguousarray(values[row, :length]).tobytes())
+            keys[row] = np.random.default_rng([self.seed, content, chunk]).integers(2**31)
+        return keys
 
     def candidates(self, estimator, decoder, batch):
         """Every candidate of a batch of image rows.
@@ -184,7 +180,7 @@ class DecodingPlan:
         for chunk, (columns, own) in enumerate(self._chunks(n_columns)):
             inputs = {**batch, "starts": starts[:, columns]}
             if self.method == "sample":
-                inputs["noise"] = self._noise(batch, chunk)
+                inputs["noise_keys"] = self._noise_keys(batch, chunk)
             outputs = estimator._predict_on_batch(decoder, inputs, n_rows)
             orderings[:, columns[:own]] = np.asarray(outputs["orderings"])[:, :own]
             likelihood[:, columns[:own]] = np.asarray(outputs["log_likelihood"])[:, :own]

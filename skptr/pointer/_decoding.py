@@ -23,6 +23,7 @@ from keras import ops
 
 from .._backend import NetworkWrapper, scan
 from ._layers import NEGATIVE_LOGIT
+from ._noise import gumbel_step_noise
 
 __all__ = [
     "PointerDecoder",
@@ -75,7 +76,7 @@ def _lane_states(states, n_lanes):
     return [[ops.repeat(s, n_lanes, axis=0) for s in layer] for layer in states]
 
 
-def decode_lanes(network, encoded, lengths, n_lanes, *, starts=None, noise=None):
+def decode_lanes(network, encoded, lengths, n_lanes, *, starts=None, noise_keys=None):
     """Greedy decoding in ``n_lanes`` lanes per sample.
 
     Parameters
@@ -91,9 +92,10 @@ def decode_lanes(network, encoded, lengths, n_lanes, *, starts=None, noise=None)
     starts : int tensor of shape (n, n_lanes), optional
         The position each lane chooses first, within its sample's length, or -1 where
         the lane chooses it as it chooses the others.
-    noise : tensor of shape (T, n, n_lanes, T + 1), optional
-        Standard Gumbel noise added to each step's logits before the choice, which
-        turns the most probable choice into a sample of the pointer distribution.
+    noise_keys : int tensor of shape (n,), optional
+        Each sample's key of the Gumbel noise added to each step's logits before the
+        choice (:func:`~skptr.pointer._noise.gumbel_step_noise`), which turns the most
+        probable choice into a sample of the pointer distribution.
 
     Returns
     -------
@@ -109,15 +111,16 @@ def decode_lanes(network, encoded, lengths, n_lanes, *, starts=None, noise=None)
     n_steps = n_pointers - 1
     lengths = ops.cast(lengths, "int32")
 
-    def step(carry, current):
+    def step(carry, step_index):
         states, previous, chosen, finished, log_likelihood = carry
         logits, log_probs, states = _lane_log_probs(
             network, keys, prepared, valid, states, previous, chosen
         )
-        scores = logits if noise is None else logits + current[1]
-        choice = ops.cast(ops.argmax(scores, axis=-1), "int32")
+        if noise_keys is not None:
+            logits = logits + gumbel_step_noise(noise_keys, step_index, n_lanes, n_pointers)
+        choice = ops.cast(ops.argmax(logits, axis=-1), "int32")
         if starts is not None:
-            given = ops.logical_and(current[0] == 0, starts >= 0)
+            given = ops.logical_and(step_index == 0, starts >= 0)
             choice = ops.where(given, starts, choice)
         chosen, emitted, finished, running = _advance(chosen, finished, choice, lengths, n_steps)
         picked = ops.take_along_axis(log_probs, choice[..., None], axis=-1)[..., 0]
@@ -133,9 +136,7 @@ def decode_lanes(network, encoded, lengths, n_lanes, *, starts=None, noise=None)
     )
     if starts is not None:
         starts = ops.cast(starts, "int32")
-    per_step = ops.arange(n_steps, dtype="int32")
-    per_step = (per_step,) if noise is None else (per_step, ops.cast(noise, "float32"))
-    carry, emitted = scan(step, carry, per_step)
+    carry, emitted = scan(step, carry, ops.arange(n_steps, dtype="int32"))
     return ops.transpose(emitted, (1, 2, 0)), carry[4]
 
 
@@ -224,7 +225,7 @@ class PointerDecoder(NetworkWrapper):
     loop.
 
     Its inputs are ``values`` (n, T, F) and ``lengths`` (n,); for ``"lanes"`` also
-    ``starts`` (n, lanes), and for sampled lanes ``noise`` (n, lanes, T, T + 1) (see
+    ``starts`` (n, lanes), and for sampled lanes ``noise_keys`` (n,) (see
     :func:`decode_lanes`). It returns ``orderings`` (n, candidates, T) and their
     ``log_likelihood`` (n, candidates).
 
@@ -253,11 +254,13 @@ class PointerDecoder(NetworkWrapper):
         if self.method == "beam":
             orderings, log_likelihood = beam_search(self.network, encoded, lengths, self.width)
         else:
-            noise = None
-            if self.sampled:
-                noise = ops.transpose(inputs["noise"], (2, 0, 1, 3))
             orderings, log_likelihood = decode_lanes(
-                self.network, encoded, lengths, self.width, starts=inputs["starts"], noise=noise
+                self.network,
+                encoded,
+                lengths,
+                self.width,
+                starts=inputs["starts"],
+                noise_keys=inputs["noise_keys"] if self.sampled else None,
             )
         return {"orderings": orderings, "log_likelihood": log_likelihood}
 

@@ -20,7 +20,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from .._backend import NetworkWrapper, host_function
+from .._backend import NetworkWrapper, host_function, replica_rows
 from .._training import WEIGHT_COPIES
 from ..metrics import _route_lengths
 from . import _sizes
@@ -30,11 +30,9 @@ from ._decoding import decode_lanes, static_or_dynamic, teacher_targets
 
 __all__ = [
     "ROLLOUTS",
-    "UNIFORM_MARGIN",
     "CostTrainer",
     "cost_training_model",
     "graph_costs",
-    "gumbel_noise",
     "rollout_count",
     "rollout_log_likelihood",
     "rollouts",
@@ -44,18 +42,8 @@ __all__ = [
 #: The values of ``rollouts``: sampled orderings, or greedy ones from given starts.
 ROLLOUTS = ("sample", "multistart")
 
-#: The uniform noise behind the Gumbel noise stays this far from 0 and 1, so that the
-#: noise is finite and a masked position (logit -1e9) is never sampled.
-UNIFORM_MARGIN = 1e-6
-
-
-def gumbel_noise(shape, seed):
-    """Standard Gumbel noise of ``shape``; ``seed`` is an int or a
-    :class:`keras.random.SeedGenerator`."""
-    uniform = keras.random.uniform(
-        shape, minval=UNIFORM_MARGIN, maxval=1.0 - UNIFORM_MARGIN, seed=seed
-    )
-    return -ops.log(-ops.log(uniform))
+#: Keys of the sampling noise are drawn below this bound (int32 on every backend).
+_KEY_BOUND = 2**31 - 1
 
 
 def rollout_count(n_rollouts, n_positions):
@@ -87,12 +75,17 @@ def rollouts(network, encoded, lengths, n_rollouts, multistart, seed):
     """
     frozen = keras.tree.map_structure(ops.stop_gradient, encoded)
     n_samples, n_positions = ops.shape(lengths)[0], ops.shape(frozen[0])[1] - 1
-    noise = gumbel_noise((n_positions, n_samples, n_rollouts, n_positions + 1), seed)
+    keys = replica_rows(
+        lambda shape: keras.random.randint(shape, 0, _KEY_BOUND, "int32", seed=seed),
+        (n_samples,),
+    )
     starts, weights = None, ops.ones((n_samples, n_rollouts), "float32")
     if multistart:
         starts, distinct = spread_starts(n_rollouts, lengths)
         weights = ops.cast(distinct, "float32")
-    orderings, _ = decode_lanes(network, frozen, lengths, n_rollouts, starts=starts, noise=noise)
+    orderings, _ = decode_lanes(
+        network, frozen, lengths, n_rollouts, starts=starts, noise_keys=keys
+    )
     return ops.reshape(orderings, (-1, n_positions)), weights
 
 

@@ -87,7 +87,7 @@ def decoding_numbers(est, n_steps, sampled):
     """Estimated numbers a decoding call holds per image row for ``n_steps``
     positions: those its lanes share (encodings, projected keys) and those of each
     lane (decoder state, chosen positions, one step's scores, its ordering, and with
-    ``sampled`` its Gumbel noise)."""
+    ``sampled`` one step's Gumbel noise and the hashes it comes from)."""
     hidden, width = _widths(est)
     glimpse = min(est.n_glimpses, 1)
     shared = (n_steps + 1) * (2 * width + (1 + glimpse) * hidden)
@@ -95,7 +95,7 @@ def decoding_numbers(est, n_steps, sampled):
     states = 4 * decoder_depth(est.num_layers, est.decoder_layers) * width
     per_lane = (n_steps + 1) * scored + 2 * n_steps + states
     if sampled:
-        per_lane += n_steps * (n_steps + 1)
+        per_lane += 4 * (n_steps + 1)
     return shared, per_lane
 
 
