@@ -156,6 +156,41 @@ def test_learns_five_city_tours_from_the_cost_alone():
     assert est.score(X_test) == pytest.approx(-tour_length(X_test, est.predict(X_test)).mean())
 
 
+def _nearest_neighbour_tour(points):
+    left, tour = list(range(1, len(points))), [0]
+    while left:
+        distances = np.linalg.norm(points[left] - points[tour[-1]], axis=1)
+        tour.append(left.pop(int(np.argmin(distances))))
+    return np.array(tour)
+
+
+def test_one_model_trained_on_mixed_sizes_orders_larger_instances_than_it_saw():
+    rng = np.random.default_rng(100)
+    X = [rng.random((size, 2)) for size in rng.integers(5, 13, size=2000)]
+    est = PointerNetworkOrderer(
+        hidden_size=32,
+        encoder="attention",
+        num_layers=1,
+        decoder_layers=1,
+        attention="general",
+        logit_clip=10,
+        cost="tour",
+        epochs=3,
+        batch_size=64,
+        learning_rate=2e-3,
+        random_state=0,
+    ).fit(X)
+    # Twice and three times the largest training instance: shorter tours than the
+    # nearest-neighbour rule's.
+    for n_cities, bound in ((16, 0.96), (24, 1.0)):
+        X_test = np.random.default_rng(200 + n_cities).random((100, n_cities, 2))
+        tours = est.predict(X_test)
+        assert all(np.array_equal(np.sort(tour), np.arange(n_cities)) for tour in tours)
+        nearest = np.stack([_nearest_neighbour_tour(points) for points in X_test])
+        ratio = tour_length(X_test, tours).mean() / tour_length(X_test, nearest).mean()
+        assert ratio < bound, (n_cities, ratio)
+
+
 def test_decoding_with_a_cost_keeps_the_cheapest_candidate():
     X = _points(64, 6, seed=3)
     est = PointerNetworkOrderer(cycle="undirected", cost="tour", random_state=0, **TINY).fit(X)
