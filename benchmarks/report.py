@@ -1169,6 +1169,7 @@ def report_context(data, run):
         "cost_training_scale": _cost_training_scale_context(data["cost_training_scale"])
         if "cost_training_scale" in data
         else None,
+        "tour_scale": _tour_scale_context(data["tour_scale"]) if "tour_scale" in data else None,
         "sort8": {
             "budget": _budget_text(data["sort8_curves"]["results"]["budget"], short),
             "rows": [
@@ -1226,6 +1227,9 @@ def write_report(output, docs=False):
     if "sort8_curves" in data:
         _plot_sort8(data["sort8_curves"]["results"]["curves"], output / "sort8_curves.png")
         written.append(output / "sort8_curves.png")
+    if "rows" in data.get("tour_scale", {}).get("results", {}):
+        _plot_tour_scale(data["tour_scale"], output / "tour_scale.png")
+        written.append(output / "tour_scale.png")
     markdown = render_markdown(report_context(data, run))
     (output / "README.md").write_text(markdown)
     written.append(output / "README.md")
@@ -1234,3 +1238,189 @@ def write_report(output, docs=False):
         DOCS_PAGE.write_text(markdown_to_rst(markdown, f"{relative.as_posix()}/"))
         written.append(DOCS_PAGE)
     return written
+
+
+def _plot_tour_scale(section, path):
+    """Greedy tour length over LKH-3's on the learning-curve instances after each epoch,
+    against training seconds, one line per (training, seed)."""
+    import matplotlib.pyplot as plt
+
+    results = section["results"]
+    reference = results["curve_reference"]
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    for row in results["rows"]:
+        if row["status"] != "ok":
+            continue
+        seconds = [point["training_s"] for point in row["curve"]]
+        ratio = [point["length"] / reference for point in row["curve"]]
+        ax.plot(seconds, ratio, marker=".", label=f"{row['training']}, seed {row['seed']}")
+    ax.set_xlabel("training seconds")
+    ax.set_ylabel("greedy tour / LKH-3")
+    ax.set_title(f"TSP-{section['config']['curve_points']} from the cost: learning curves")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _tour_scale_context(section):
+    """The tables of ``tour_scale``: training, the issue's targets, every test size and
+    decoding, and TSPLIB; means over the seeds with the worst seed beside them."""
+    import statistics
+
+    config, results = section["config"], section["results"]
+    if "rows" not in results:
+        return None
+    rows = [r for r in results["rows"] if r["status"] == "ok"]
+    goals, trainings = config["goals"], list(config["trainings"])
+
+    def of(training):
+        return [r for r in rows if r["training"] == training]
+
+    def test_ratio(row, n_points, decoding):
+        found = [t for t in row["test"] if t["n_points"] == n_points and t["decoding"] == decoding]
+        return found[0] if found else None
+
+    training_rows = [
+        [
+            r["training"],
+            str(r["seed"]),
+            str(r["epochs"]),
+            f"{r['instances']:,}",
+            f"{r['training_s']:,.0f}",
+            f"{r['instances_per_s']:,.1f}",
+            f"{r['peak_training_mb']:,.0f}",
+            f"{r['curve'][-1]['length'] / results['curve_reference']:.3f}",
+            ", ".join(f"{t}: {d}" for t, d in r["chosen"].items()),
+        ]
+        for r in rows
+    ]
+
+    def summary(values, fmt):
+        return f"{fmt(statistics.mean(values))} (worst {fmt(max(values))})"
+
+    ratio_fmt = "{:.3f}".format
+    target_rows = []
+    for training in trainings:
+        done = of(training)
+        if not done:
+            continue
+        tsp100_n, tsp100_limit = config["targets"]["tsp100"]
+        greedy = [test_ratio(r, tsp100_n, "greedy")["ratio"] for r in done]
+        chosen = [test_ratio(r, tsp100_n, r["chosen"]["tsp100"]) for r in done]
+        target_rows.append(
+            [
+                training,
+                f"TSP-{tsp100_n} greedy ≤ {goals['tsp100_greedy']:.2f}",
+                summary(greedy, ratio_fmt),
+                "",
+                "met" if max(greedy) <= goals["tsp100_greedy"] else "missed",
+            ]
+        )
+        target_rows.append(
+            [
+                training,
+                f"TSP-{tsp100_n} chosen ≤ {goals['tsp100']:.2f} at ≤ {1000 * tsp100_limit:.0f} ms",
+                summary([c["ratio"] for c in chosen], ratio_fmt),
+                summary([c["ms_per_instance"] for c in chosen], "{:.1f} ms".format),
+                "met" if max(c["ratio"] for c in chosen) <= goals["tsp100"] else "missed",
+            ]
+        )
+        gaps = [
+            statistics.mean(i[r["chosen"]["tsplib"]]["gap"] for i in r["tsplib"]) for r in done
+        ]
+        slowest = [max(i[r["chosen"]["tsplib"]]["s"] for i in r["tsplib"]) for r in done]
+        target_rows.append(
+            [
+                training,
+                f"TSPLIB mean gap ≤ {100 * goals['tsplib_gap']:.0f} % at ≤ "
+                f"{config['targets']['tsplib'][1]:.0f} s",
+                summary([100 * g for g in gaps], "{:.1f} %".format),
+                f"slowest {max(slowest):.2f} s",
+                "met" if max(gaps) <= goals["tsplib_gap"] else "missed",
+            ]
+        )
+        big_n, big_limit = config["targets"]["tsp1000"]
+        big = [test_ratio(r, big_n, r["chosen"]["tsp1000"]) for r in done]
+        if all(big):
+            target_rows.append(
+                [
+                    training,
+                    f"TSP-{big_n:,} chosen ≤ {goals['tsp1000']:.2f} at ≤ {big_limit:.0f} s",
+                    summary([b["ratio"] for b in big], ratio_fmt),
+                    summary([b["ms_per_instance"] / 1000 for b in big], "{:.1f} s".format),
+                    "met" if max(b["ratio"] for b in big) <= goals["tsp1000"] else "missed",
+                ]
+            )
+
+    test_rows = []
+    for n_points in config["test_sizes"]:
+        for training in trainings:
+            for decoding in config["decodings"]:
+                found = [test_ratio(r, n_points, decoding) for r in of(training)]
+                found = [f for f in found if f is not None]
+                if not found:
+                    continue
+                test_rows.append(
+                    [
+                        f"{n_points:,}",
+                        training,
+                        decoding,
+                        summary([f["ratio"] for f in found], ratio_fmt),
+                        f"{max(f['worst_ratio'] for f in found):.3f}",
+                        f"{statistics.median(f['ms_per_instance'] for f in found):,.1f}",
+                    ]
+                )
+
+    tsplib_rows = []
+    names = [i["instance"] for i in rows[0]["tsplib"]] if rows else []
+    for index, name in enumerate(names):
+        row = [name, str(rows[0]["tsplib"][index]["n_points"])]
+        for training in trainings:
+            done = of(training)
+            for decoding in ("greedy", "chosen"):
+                gaps = [
+                    r["tsplib"][index][
+                        r["chosen"]["tsplib"] if decoding == "chosen" else "greedy"
+                    ]["gap"]
+                    for r in done
+                ]
+                row.append(f"{100 * statistics.mean(gaps):.1f}" if gaps else "")
+        tsplib_rows.append(row)
+    if tsplib_rows:
+        columns = list(zip(*(row[2:] for row in tsplib_rows), strict=True))
+        tsplib_rows.append(
+            ["mean", ""]
+            + [
+                f"{statistics.mean(float(v) for v in column):.1f}" if all(column) else ""
+                for column in columns
+            ]
+        )
+    return {
+        "commit": rows[0]["skptr_commit"] if rows else "?",
+        "params": ", ".join(f"`{k}={v!r}`" for k, v in config["params"].items()),
+        "seconds": f"{config['seconds']:,}",
+        "n_pool": f"{config['n_pool']:,}",
+        "seeds": ", ".join(str(s) for s in config["seeds"]),
+        "trainings": "; ".join(
+            f"{name}: sizes {t['sizes'][0]}-{t['sizes'][1]}, `learning_rate_decay={t['decay']}`"
+            for name, t in config["trainings"].items()
+        ),
+        "references": ", ".join(
+            f"{size} points {ref['s_per_instance']:.1f} s"
+            for size, ref in results["references"].items()
+        ),
+        "training_rows": training_rows,
+        "target_rows": target_rows,
+        "test_rows": test_rows,
+        "tsplib_header": ["instance", "n"]
+        + [f"{t}, {d}, gap %" for t in trainings for d in ("greedy", "chosen")],
+        "tsplib_rows": tsplib_rows,
+        "n_test": ", ".join(f"{n} at {size}" for size, n in config["n_test"].items()),
+        "n_validation": ", ".join(f"{n} at {size}" for size, n in config["n_validation"].items()),
+        "targets": ", ".join(
+            f"{name} ({size} points, {limit} s per instance)"
+            for name, (size, limit) in config["targets"].items()
+        ),
+    }

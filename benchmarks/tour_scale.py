@@ -1,0 +1,324 @@
+"""Tours of 100 to 1,000 cities learned from the cost, and one model for a range of sizes.
+
+``tour_scale`` trains a :class:`~skptr.PointerNetworkOrderer` with the user guide's
+settings for tours from the cost ``"tour"``, for each seed and each training pool:
+``n_pool`` instances drawn with NumPy, uniform points in the unit square, each of a
+size uniform in the pool's range (20 to 100 points, or 100 alone). Each training runs
+in a process of its own, one ``fit(epochs=1, warm_start=True)`` per epoch (the user
+guide's way to spend a time budget), until ``seconds`` of training have passed, the
+last epoch stopped by a per-batch callback. After each epoch, outside the budget, the
+greedy tours of the learning-curve instances (their own seed) are measured.
+
+Each model is then judged in the same process:
+
+- For each target (a size, and a limit on the decoding time per instance), every
+  decoding of ``decodings`` runs on validation instances of that size (their own seed);
+  the target's *chosen* decoding is the one with the shortest validation tours among
+  those within the limit. Only the test instances are reported.
+- Test instances of each size in ``test_sizes`` (their own seed), against LKH-3's tours
+  (the ``elkai`` package), with every decoding whose validation time was within the
+  largest limit.
+- The TSPLIB instances of ``data/tsplib_euc2d.json`` (2-D Euclidean, 51 to 200 cities,
+  with known optima), the coordinates scaled into the unit square (one factor for both
+  axes), the tours measured in TSPLIB's integer metric against the optimum.
+
+``python -m benchmarks.tour_scale SPEC`` is one training and its judging; it prints a
+JSON object as its last line.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["tour_scale"]
+
+TSPLIB_FILE = Path(__file__).parent / "data" / "tsplib_euc2d.json"
+
+
+def draw_pool(n_pool, sizes, seed):
+    """``n_pool`` instances of uniform points, each of a size uniform in ``sizes``
+    (inclusive): an array when they all have one size, else a list."""
+    import numpy as np
+
+    rng = np.random.default_rng([seed, 83])
+    low, high = sizes
+    if low == high:
+        return rng.random((n_pool, low, 2))
+    return [rng.random((int(size), 2)) for size in rng.integers(low, high + 1, size=n_pool)]
+
+
+def test_instances(n_points, n_instances, seed):
+    """Instances of ``n_points`` uniform points from their own seed."""
+    import numpy as np
+
+    return np.random.default_rng([seed, n_points]).random((n_instances, n_points, 2))
+
+
+def tsplib_instances():
+    """The TSPLIB instances: name to (coordinates, optimum)."""
+    import numpy as np
+
+    data = json.loads(TSPLIB_FILE.read_text())["instances"]
+    return {
+        name: (np.asarray(item["coordinates"], dtype=np.float64), item["optimum"])
+        for name, item in data.items()
+    }
+
+
+def tsplib_length(coordinates, tour):
+    """A tour's length in TSPLIB's EUC_2D metric (distances rounded to integers)."""
+    import numpy as np
+
+    visited = coordinates[tour]
+    steps = np.linalg.norm(visited - np.roll(visited, -1, axis=0), axis=1)
+    return int(np.sum(np.floor(steps + 0.5)))
+
+
+def unit_square(coordinates):
+    """Coordinates moved and scaled into the unit square, one factor for both axes."""
+    low = coordinates.min(axis=0)
+    return (coordinates - low) / (coordinates - low).max()
+
+
+def lkh_lengths(X):
+    """LKH-3's tour length of each instance."""
+    import numpy as np
+
+    from skptr.costs import tour_length
+
+    from .budget import _lkh_tour
+
+    return tour_length(X, np.stack([_lkh_tour(points) for points in X]))
+
+
+class _Budget:
+    """A per-batch Keras callback that stops a fit once the training seconds reach the
+    budget (time spent outside fits is not counted)."""
+
+    def __init__(self, seconds):
+        import keras
+
+        outer = self
+
+        class Callback(keras.callbacks.Callback):
+            def on_train_batch_begin(self, batch, logs=None):
+                outer.batch_began = time.perf_counter()
+
+            def on_train_batch_end(self, batch, logs=None):
+                outer.used += time.perf_counter() - outer.batch_began
+                outer.batches += 1
+                if outer.used >= outer.seconds:
+                    self.model.stop_training = True
+
+        self.seconds, self.used, self.batches, self.batch_began = seconds, 0.0, 0, None
+        self.callback = Callback()
+
+    @property
+    def spent(self):
+        return self.used >= self.seconds
+
+
+#: Below this many points a first call, which compiles the decoder for the call's shape,
+#: runs before the timed one; from it on, compiling is a small part of decoding.
+_WARM_UP_BELOW = 500
+
+
+def _decode(est, X, params):
+    """Orderings of ``X`` under decoding ``params`` and the seconds per instance."""
+    est.set_params(**params)
+    if X.shape[1] < _WARM_UP_BELOW:
+        est.predict(X)
+    start = time.perf_counter()
+    orderings = est.predict(X)
+    return orderings, (time.perf_counter() - start) / len(X)
+
+
+def _judge(est, spec, log):
+    """Validation choices, test rows and TSPLIB rows of a trained model."""
+    import numpy as np
+
+    from skptr.costs import tour_length
+
+    decodings, targets = spec["decodings"], spec["targets"]
+    chosen, validation = {}, {}
+    for target, (n_points, limit_s) in targets.items():
+        X = test_instances(n_points, spec["n_validation"][str(n_points)], spec["validation_seed"])
+        lengths, seconds = {}, {}
+        for name, params in decodings.items():
+            orderings, seconds[name] = _decode(est, X, params)
+            lengths[name] = float(tour_length(X, orderings).mean())
+            if seconds[name] > limit_s:
+                break  # the decodings are listed cheapest first
+        within = [name for name in lengths if seconds[name] <= limit_s]
+        chosen[target] = min(within, key=lengths.get)
+        validation[target] = {"mean_length": lengths, "s_per_instance": seconds}
+        log(f"  {target}: chose {chosen[target]} on validation ({validation[target]})")
+    slowest = max(limit for _, limit in targets.values())
+
+    rows = []
+    for n_points in spec["test_sizes"]:
+        X = test_instances(n_points, spec["n_test"][str(n_points)], spec["test_seed"])
+        reference = np.asarray(spec["references"][str(n_points)])
+        for name, params in decodings.items():
+            orderings, seconds = _decode(est, X, params)
+            ratio = tour_length(X, orderings) / reference
+            rows.append(
+                {
+                    "n_points": n_points,
+                    "decoding": name,
+                    "ratio": float(ratio.mean()),
+                    "worst_ratio": float(ratio.max()),
+                    "ms_per_instance": 1000 * seconds,
+                }
+            )
+            log(f"  test {n_points}: {name} {ratio.mean():.4f} at {1000 * seconds:.1f} ms")
+            if seconds > slowest:
+                break
+
+    tsplib = []
+    for name, (coordinates, optimum) in tsplib_instances().items():
+        scaled = unit_square(coordinates)[None]
+        row = {"instance": name, "n_points": len(coordinates), "optimum": optimum}
+        for decoding in ("greedy", chosen["tsplib"]):
+            orderings, seconds = _decode(est, scaled, decodings[decoding])
+            length = tsplib_length(coordinates, orderings[0])
+            row[decoding] = {"gap": length / optimum - 1, "s": seconds}
+        tsplib.append(row)
+    return {"chosen": chosen, "validation": validation, "test": rows, "tsplib": tsplib}
+
+
+def train_and_judge(spec, log=print):
+    """One training of ``spec`` in this process, then the judging of its model.
+
+    Returns
+    -------
+    dict
+        ``curve`` (after each epoch: training seconds, instances, the learning-curve
+        instances' mean greedy length), ``instances``, ``training_s``,
+        ``instances_per_s``, ``peak_training_mb``, and the judging.
+    """
+    import numpy as np
+
+    from skptr import PointerNetworkOrderer
+    from skptr.costs import tour_length
+
+    from ._common import peak_mb
+
+    X = draw_pool(spec["n_pool"], spec["sizes"], spec["seed"])
+    curve_X = test_instances(spec["curve_points"], spec["n_curve"], spec["validation_seed"])
+    budget = _Budget(spec["seconds"])
+    est = PointerNetworkOrderer(
+        **spec["params"],
+        cost="tour",
+        epochs=1,
+        warm_start=True,
+        callbacks=[budget.callback],
+        random_state=spec["seed"],
+    )
+    curve = []
+    while not budget.spent:
+        est.fit(X)
+        est.set_params(decode="greedy", augment=False)
+        length = float(tour_length(curve_X, est.predict(curve_X)).mean())
+        curve.append({"training_s": budget.used, "batches": budget.batches, "length": length})
+        log(f"  epoch {len(curve)}: {budget.used:.0f} s, greedy length {length:.4f}")
+    if not np.isfinite(est.history_["loss"][-1]):
+        raise RuntimeError("the training cost is not finite")
+    instances = budget.batches * est.batch_size
+    result = {
+        "curve": curve,
+        "epochs": len(curve),
+        "instances": instances,
+        "training_s": budget.used,
+        "instances_per_s": instances / budget.used,
+        "peak_training_mb": peak_mb(),
+    }
+    return {**result, **_judge(est, spec, log)}
+
+
+def tour_scale(config, log):
+    """Train and judge every (seed, training) of ``config``.
+
+    Parameters
+    ----------
+    config : dict
+        ``seeds``; ``trainings`` (name to the size range of its pool and its
+        ``learning_rate_decay``); ``seconds`` of training; ``n_pool``; ``params`` (the
+        estimator's settings); ``curve_points`` and ``n_curve`` (learning-curve
+        instances); ``decodings`` (name to decoding parameters, cheapest first);
+        ``targets`` (name to its size and limit in seconds per instance, ``"tsplib"``
+        among them); ``n_validation`` and ``n_test`` (per size); ``test_sizes``;
+        ``validation_seed``, ``test_seed``; ``timeout_s`` per training.
+    log : callable
+        Progress printer.
+
+    Returns
+    -------
+    dict
+        ``references`` (LKH-3's mean tour length per test size and its seconds per
+        instance), ``curve_reference`` (LKH-3's mean length on the learning-curve
+        instances) and ``rows``, one per (seed, training).
+    """
+    from ._common import Stopwatch, run_in_own_process, source_version
+    from .budget import lkh_available
+
+    if not lkh_available():
+        log("tour_scale skipped: its reference tours need the elkai package (LKH-3)")
+        return {"skipped": "elkai (LKH-3) is not installed"}
+    references, reference_s = {}, {}
+    for n_points in config["test_sizes"]:
+        X = test_instances(n_points, config["n_test"][str(n_points)], config["test_seed"])
+        with Stopwatch() as watch:
+            references[str(n_points)] = [float(v) for v in lkh_lengths(X)]
+        reference_s[str(n_points)] = watch.elapsed / len(X)
+        log(f"LKH-3 on {len(X)} test instances of {n_points} points: {watch.elapsed:.0f} s")
+    curve_X = test_instances(config["curve_points"], config["n_curve"], config["validation_seed"])
+    curve_reference = float(lkh_lengths(curve_X).mean())
+    rows = []
+    for seed in config["seeds"]:
+        for name, training in config["trainings"].items():
+            spec = {
+                key: config[key]
+                for key in (
+                    "seconds",
+                    "n_pool",
+                    "curve_points",
+                    "n_curve",
+                    "decodings",
+                    "targets",
+                    "n_validation",
+                    "n_test",
+                    "test_sizes",
+                    "validation_seed",
+                    "test_seed",
+                )
+            }
+            spec.update(
+                seed=seed,
+                sizes=training["sizes"],
+                params={**config["params"], "learning_rate_decay": training["decay"]},
+                references=references,
+            )
+            log(f"{name}, seed {seed}: training for {config['seconds']} s")
+            measured = run_in_own_process(
+                "benchmarks.tour_scale", spec, config["timeout_s"], f"{name}, seed {seed}"
+            )
+            rows.append(
+                {"skptr_commit": source_version(), "training": name, "seed": seed, **measured}
+            )
+            log(f"{name}, seed {seed}: {measured['status']}")
+    return {
+        "curve_reference": curve_reference,
+        "references": {
+            size: {"mean_length": sum(v) / len(v), "s_per_instance": reference_s[size]}
+            for size, v in references.items()
+        },
+        "rows": rows,
+    }
+
+
+if __name__ == "__main__":
+    print(json.dumps(train_and_judge(json.loads(sys.argv[1]), log=lambda m: None)))
