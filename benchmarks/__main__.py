@@ -190,6 +190,8 @@ TOUR_SCALE = {
     # The issue's targets: tour over LKH-3's (greedy, and the chosen decoding) and the
     # mean gap to the TSPLIB optima.
     "goals": {"tsp100_greedy": 1.10, "tsp100": 1.05, "tsplib_gap": 0.04, "tsp1000": 1.15},
+    # Finished rows, kept for a later run with the same settings and package code.
+    "rows_dir": "results/tour_scale_rows",
 }
 
 #: ``decoding_scale``: one instance of N uniform random points per size, decoded by each
@@ -332,6 +334,7 @@ def configuration(quick):
                 "test_sizes": [10, 20],
                 "n_test": {"10": 8, "20": 4},
                 "timeout_s": 600,
+                "rows_dir": None,  # the smoke test always trains
             },
             "rl4co_side_by_side": {
                 **RL4CO,

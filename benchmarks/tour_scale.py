@@ -143,7 +143,7 @@ def _judge(est, spec, log):
     from skptr.costs import tour_length
 
     decodings, targets = spec["decodings"], spec["targets"]
-    chosen, validation = {}, {}
+    chosen, validation, too_slow = {}, {}, set()
     for target, (n_points, limit_s) in targets.items():
         X = test_instances(n_points, spec["n_validation"][str(n_points)], spec["validation_seed"])
         lengths, seconds = {}, {}
@@ -151,7 +151,11 @@ def _judge(est, spec, log):
             orderings, seconds[name] = _decode(est, X, params)
             lengths[name] = float(tour_length(X, orderings).mean())
             if seconds[name] > limit_s:
-                break  # the decodings are listed cheapest first
+                # The decodings are listed cheapest first: this one and the later ones
+                # are too slow at this size, also for the test instances.
+                names = list(decodings)
+                too_slow.update((n_points, later) for later in names[names.index(name) :])
+                break
         within = [name for name in lengths if seconds[name] <= limit_s]
         chosen[target] = min(within, key=lengths.get)
         validation[target] = {"mean_length": lengths, "s_per_instance": seconds}
@@ -163,6 +167,8 @@ def _judge(est, spec, log):
         X = test_instances(n_points, spec["n_test"][str(n_points)], spec["test_seed"])
         reference = np.asarray(spec["references"][str(n_points)])
         for name, params in decodings.items():
+            if (n_points, name) in too_slow:
+                break
             orderings, seconds = _decode(est, X, params)
             ratio = tour_length(X, orderings) / reference
             rows.append(
@@ -239,8 +245,72 @@ def train_and_judge(spec, log=print):
     return {**result, **_judge(est, spec, log)}
 
 
+#: The settings a row depends on (the seeds and the trainings are the rows' own keys).
+_ROW_SETTINGS = (
+    "seconds",
+    "n_pool",
+    "params",
+    "curve_points",
+    "n_curve",
+    "decodings",
+    "targets",
+    "n_validation",
+    "n_test",
+    "test_sizes",
+    "validation_seed",
+    "test_seed",
+)
+
+
+def package_tree():
+    """The git tree of ``skptr/`` at HEAD, with ``+dirty`` for local changes: what a
+    row's measurements depend on (a change to the benchmarks or the docs keeps it)."""
+    import subprocess
+
+    root = Path(__file__).parent.parent
+    try:
+        tree = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD:skptr"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "skptr"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return tree + ("+dirty" if dirty else "")
+
+
+def _stored(path, key):
+    """The object stored at ``path`` under ``key``, or None."""
+    if path is None or not path.exists():
+        return None
+    stored = json.loads(path.read_text())
+    return stored["value"] if stored.get("key") == key else None
+
+
+def _store(path, key, value):
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"key": key, "value": value}, indent=1))
+
+
 def tour_scale(config, log):
     """Train and judge every (seed, training) of ``config``.
+
+    An hour of training per row makes the whole run longer than a working day, so the
+    run can be resumed: each finished row is stored in ``rows_dir`` with the settings
+    it ran with and the tree of ``skptr/`` it measured, and a later run with the same
+    settings and package code takes it instead of training again (a row of other
+    settings or code is trained again). LKH-3's reference tours are stored the same way.
 
     Parameters
     ----------
@@ -251,7 +321,8 @@ def tour_scale(config, log):
         instances); ``decodings`` (name to decoding parameters, cheapest first);
         ``targets`` (name to its size and limit in seconds per instance, ``"tsplib"``
         among them); ``n_validation`` and ``n_test`` (per size); ``test_sizes``;
-        ``validation_seed``, ``test_seed``; ``timeout_s`` per training.
+        ``validation_seed``, ``test_seed``; ``timeout_s`` per training; ``rows_dir``
+        (relative to the benchmarks' folder; None: nothing is stored or taken).
     log : callable
         Progress printer.
 
@@ -260,7 +331,8 @@ def tour_scale(config, log):
     dict
         ``references`` (LKH-3's mean tour length per test size and its seconds per
         instance), ``curve_reference`` (LKH-3's mean length on the learning-curve
-        instances) and ``rows``, one per (seed, training).
+        instances) and ``rows``, one per (seed, training), each with the package tree
+        and commit it ran at.
     """
     from ._common import Stopwatch, run_in_own_process, source_version
     from .budget import lkh_available
@@ -268,37 +340,44 @@ def tour_scale(config, log):
     if not lkh_available():
         log("tour_scale skipped: its reference tours need the elkai package (LKH-3)")
         return {"skipped": "elkai (LKH-3) is not installed"}
-    references, reference_s = {}, {}
-    for n_points in config["test_sizes"]:
-        X = test_instances(n_points, config["n_test"][str(n_points)], config["test_seed"])
-        with Stopwatch() as watch:
-            references[str(n_points)] = [float(v) for v in lkh_lengths(X)]
-        reference_s[str(n_points)] = watch.elapsed / len(X)
-        log(f"LKH-3 on {len(X)} test instances of {n_points} points: {watch.elapsed:.0f} s")
-    curve_X = test_instances(config["curve_points"], config["n_curve"], config["validation_seed"])
-    curve_reference = float(lkh_lengths(curve_X).mean())
+    rows_dir = config["rows_dir"] and Path(__file__).parent / config["rows_dir"]
+    settings = {key: config[key] for key in _ROW_SETTINGS}
+    reference_key = {key: config[key] for key in ("test_sizes", "n_test", "test_seed")}
+    reference_key.update(curve=[config["curve_points"], config["n_curve"]])
+    reference_key.update(validation_seed=config["validation_seed"])
+    references_path = rows_dir and rows_dir / "references.json"
+    stored = _stored(references_path, reference_key)
+    if stored is None:
+        references, reference_s = {}, {}
+        for n_points in config["test_sizes"]:
+            X = test_instances(n_points, config["n_test"][str(n_points)], config["test_seed"])
+            with Stopwatch() as watch:
+                references[str(n_points)] = [float(v) for v in lkh_lengths(X)]
+            reference_s[str(n_points)] = watch.elapsed / len(X)
+            log(f"LKH-3 on {len(X)} test instances of {n_points} points: {watch.elapsed:.0f} s")
+        curve_X = test_instances(
+            config["curve_points"], config["n_curve"], config["validation_seed"]
+        )
+        stored = {
+            "references": references,
+            "reference_s": reference_s,
+            "curve_reference": float(lkh_lengths(curve_X).mean()),
+        }
+        _store(references_path, reference_key, stored)
+    references = stored["references"]
+    tree = package_tree()
     rows = []
     for seed in config["seeds"]:
         for name, training in config["trainings"].items():
-            spec = {
-                key: config[key]
-                for key in (
-                    "seconds",
-                    "n_pool",
-                    "curve_points",
-                    "n_curve",
-                    "decodings",
-                    "targets",
-                    "n_validation",
-                    "n_test",
-                    "test_sizes",
-                    "validation_seed",
-                    "test_seed",
-                )
-            }
+            path = rows_dir and rows_dir / f"{name.replace(' ', '_')}-seed{seed}.json"
+            key = {**settings, "training": training, "seed": seed, "skptr_tree": tree}
+            row = _stored(path, key)
+            if row is not None and row["status"] == "ok":
+                log(f"{name}, seed {seed}: stored row of {row['finished']} taken")
+                rows.append(row)
+                continue
+            spec = {**settings, "seed": seed, "sizes": training["sizes"]}
             spec.update(
-                seed=seed,
-                sizes=training["sizes"],
                 params={**config["params"], "learning_rate_decay": training["decay"]},
                 references=references,
             )
@@ -306,14 +385,24 @@ def tour_scale(config, log):
             measured = run_in_own_process(
                 "benchmarks.tour_scale", spec, config["timeout_s"], f"{name}, seed {seed}"
             )
-            rows.append(
-                {"skptr_commit": source_version(), "training": name, "seed": seed, **measured}
-            )
+            row = {
+                "skptr_commit": source_version(),
+                "skptr_tree": tree,
+                "finished": time.strftime("%Y-%m-%d %H:%M"),
+                "training": name,
+                "seed": seed,
+                **measured,
+            }
+            _store(path, key, row)
+            rows.append(row)
             log(f"{name}, seed {seed}: {measured['status']}")
     return {
-        "curve_reference": curve_reference,
+        "curve_reference": stored["curve_reference"],
         "references": {
-            size: {"mean_length": sum(v) / len(v), "s_per_instance": reference_s[size]}
+            size: {
+                "mean_length": sum(v) / len(v),
+                "s_per_instance": stored["reference_s"][size],
+            }
             for size, v in references.items()
         },
         "rows": rows,
