@@ -56,7 +56,7 @@ JAX_TESTS ?= tests/test_pointer_estimator.py tests/test_pointer_network.py \
 	tests/test_precision.py \
 	tests/test_pointer_batches.py tests/test_memory_batches.py \
 	tests/test_properties_files.py tests/test_saving.py tests/test_threads.py \
-	tests/test_pointer_cost.py
+	tests/test_pointer_cost.py tests/test_pointer_noise.py
 
 test-jax: $(STAMP)
 	KERAS_BACKEND=jax $(PYTEST) --durations=15 $(DEVICE_TESTS) $(JAX_TESTS)

@@ -18,7 +18,6 @@ from skptr.pointer._layers import (
     PointerNetwork,
     masked_pointer_crossentropy,
 )
-from skptr.pointer._reinforce import gumbel_noise
 
 
 def _network(allow_end=False, n_features=1, **kwargs):
@@ -136,10 +135,9 @@ def _beam(network, values, lengths, width):
     return tuple(np.asarray(t) for t in decoded)
 
 
-def _noise(values, n_lanes, seed):
-    """Gumbel noise of ``n_lanes`` sampled lanes, in the training rollouts' shape."""
-    n_samples, n_positions = values.shape[:2]
-    return gumbel_noise((n_positions, n_samples, n_lanes, n_positions + 1), seed)
+def _noise_keys(values, seed):
+    """A key of the sampling noise for each sample."""
+    return np.random.default_rng(seed).integers(2**31, size=len(values)).astype("int32")
 
 
 def _scored(network, values, lengths, orderings):
@@ -217,7 +215,7 @@ def test_decoded_orderings_are_always_valid(lengths, allow_end, beam_width, seed
     n_lanes = 3
     encoded = _encoded(network, values, lengths)
     sampled, _ = _decoding.decode_lanes(
-        network, encoded, lengths, n_lanes, noise=_noise(values, n_lanes, seed)
+        network, encoded, lengths, n_lanes, noise_keys=_noise_keys(values, seed)
     )
     starts = np.random.RandomState(seed).randint(-1, 7, size=(len(lengths), n_lanes))
     starts = np.where(starts < lengths[:, None], starts, -1).astype("int32")
@@ -488,7 +486,7 @@ def test_decoder_models_match_the_direct_decoding():
     values, lengths = _random_batch(np.random.RandomState(13), [5, 2, 4, 1])
     n_lanes = 3
     starts = np.array([[-1, 0, 4], [-1, 1, -1], [2, -1, 3], [0, -1, -1]], "int32")
-    noise = np.asarray(_noise(values, n_lanes, seed=5))  # (T, n, lanes, T + 1)
+    keys = _noise_keys(values, seed=5)
     inputs = {"values": values, "lengths": lengths, "starts": starts}
     encoded = _encoded(network, values, lengths)
     cases = {
@@ -499,8 +497,10 @@ def test_decoder_models_match_the_direct_decoding():
         ),
         "sampled": (
             PointerDecoder(network, "lanes", n_lanes, sampled=True),
-            {**inputs, "noise": np.transpose(noise, (1, 2, 0, 3))},
-            _decoding.decode_lanes(network, encoded, lengths, n_lanes, starts=starts, noise=noise),
+            {**inputs, "noise_keys": keys},
+            _decoding.decode_lanes(
+                network, encoded, lengths, n_lanes, starts=starts, noise_keys=keys
+            ),
         ),
     }
     for name, (decoder, decoder_inputs, (orderings, log_likelihood)) in cases.items():
@@ -543,13 +543,22 @@ def test_lanes_with_given_starts_continue_greedily():
 
 
 @pytest.mark.parametrize("allow_end", [False, True])
-def test_sampling_with_zero_noise_is_greedy(allow_end):
+def test_sampling_with_zero_noise_is_greedy(allow_end, monkeypatch):
+    # Sampled lanes differ from greedy ones by the noise added to their logits alone.
+    monkeypatch.setattr(
+        _decoding,
+        "gumbel_step_noise",
+        lambda keys, step, lanes, positions: keras.ops.zeros(
+            (keras.ops.shape(keys)[0], lanes, positions)
+        ),
+    )
     network = _network(allow_end=allow_end, hidden_size=16)
     values, lengths = _random_batch(np.random.RandomState(15), [6, 3, 1, 5])
     encoded = _encoded(network, values, lengths)
-    zeros = np.zeros((6, 4, 2, 7), "float32")
+    keys = _noise_keys(values, seed=0)
     orderings, log_likelihood = (
-        np.asarray(t) for t in _decoding.decode_lanes(network, encoded, lengths, 2, noise=zeros)
+        np.asarray(t)
+        for t in _decoding.decode_lanes(network, encoded, lengths, 2, noise_keys=keys)
     )
     greedy = _greedy(network, values, lengths)
     for lane in range(2):
@@ -561,7 +570,7 @@ def test_sampling_with_zero_noise_is_greedy(allow_end):
             "values": values,
             "lengths": lengths,
             "starts": np.full((4, 2), -1, "int32"),
-            "noise": np.zeros((4, 2, 6, 7), "float32"),
+            "noise_keys": keys,
         }
     )
     np.testing.assert_array_equal(outputs["orderings"], orderings)
@@ -577,11 +586,9 @@ def test_decoder_model_runs_compiled_and_handles_new_lengths():
     assert outputs["log_likelihood"].shape == (3, 3)
     _check_valid(outputs["orderings"].reshape(-1, 12), np.repeat(lengths, 3), allow_end=False)
     sampler = PointerDecoder(network, "lanes", 2, sampled=True)
-    noise = np.asarray(_noise(values, 2, seed=1)).transpose(1, 2, 0, 3)
     starts = np.full((3, 2), -1, "int32")
-    outputs = sampler.predict(
-        {"values": values, "lengths": lengths, "starts": starts, "noise": noise}, verbose=0
-    )
+    inputs = {"values": values, "lengths": lengths, "starts": starts}
+    outputs = sampler.predict({**inputs, "noise_keys": _noise_keys(values, seed=1)}, verbose=0)
     assert outputs["orderings"].shape == (3, 2, 12)
     _check_valid(outputs["orderings"].reshape(-1, 12), np.repeat(lengths, 2), allow_end=False)
 
@@ -737,7 +744,7 @@ def test_the_training_rollouts_follow_the_pointer_distribution():
             _encoded(network, values, lengths),
             lengths,
             n_draws,
-            noise=_noise(values, n_draws, seed=3),
+            noise_keys=_noise_keys(values, seed=3),
         )
         return [np.asarray(t) for t in decoded]
 
