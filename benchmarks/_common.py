@@ -68,18 +68,25 @@ def load_average():
         return None
 
 
-def source_version():
-    """The git commit of the checkout, with ``+dirty`` when ``skptr/`` has local changes.
+def source_version(revision="HEAD"):
+    """The git object of ``revision`` in the checkout, with ``+dirty`` when ``skptr/``
+    has local changes.
+
+    Parameters
+    ----------
+    revision : str, default="HEAD"
+        ``"HEAD"``: the commit; ``"HEAD:skptr"``: the tree of the package alone, which
+        a change to the benchmarks or the docs keeps.
 
     Returns
     -------
     str or None
-        Short commit hash, or None outside a git checkout.
+        Short hash, or None outside a git checkout.
     """
     root = Path(__file__).parent.parent
     try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
+        found = subprocess.run(
+            ["git", "rev-parse", "--short", revision],
             cwd=root,
             capture_output=True,
             text=True,
@@ -94,7 +101,7 @@ def source_version():
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return None
-    return commit + ("+dirty" if dirty else "")
+    return found + ("+dirty" if dirty else "")
 
 
 def device_info():

@@ -94,46 +94,45 @@ def lkh_lengths(X):
     return tour_length(X, np.stack([_lkh_tour(points) for points in X]))
 
 
-class _Budget:
-    """A per-batch Keras callback that stops a fit once the training seconds reach the
-    budget (time spent outside fits is not counted)."""
+def _training_budget(seconds):
+    """A per-batch Keras callback that stops a fit once the seconds spent in training
+    steps reach ``seconds`` (time outside fits is not counted); its ``used``,
+    ``batches`` and ``spent`` say how far it got."""
+    import keras
 
-    def __init__(self, seconds):
-        import keras
+    class TrainingBudget(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.used, self.batches, self.batch_began = 0.0, 0, None
 
-        outer = self
+        @property
+        def spent(self):
+            return self.used >= seconds
 
-        class Callback(keras.callbacks.Callback):
-            def on_train_batch_begin(self, batch, logs=None):
-                outer.batch_began = time.perf_counter()
+        def on_train_batch_begin(self, batch, logs=None):
+            self.batch_began = time.perf_counter()
 
-            def on_train_batch_end(self, batch, logs=None):
-                outer.used += time.perf_counter() - outer.batch_began
-                outer.batches += 1
-                if outer.used >= outer.seconds:
-                    self.model.stop_training = True
+        def on_train_batch_end(self, batch, logs=None):
+            self.used += time.perf_counter() - self.batch_began
+            self.batches += 1
+            if self.spent:
+                self.model.stop_training = True
 
-        self.seconds, self.used, self.batches, self.batch_began = seconds, 0.0, 0, None
-        self.callback = Callback()
-
-    @property
-    def spent(self):
-        return self.used >= self.seconds
-
-
-#: Below this many points a first call, which compiles the decoder for the call's shape,
-#: runs before the timed one; from it on, compiling is a small part of decoding.
-_WARM_UP_BELOW = 500
+    return TrainingBudget()
 
 
-def _decode(est, X, params):
-    """Orderings of ``X`` under decoding ``params`` and the seconds per instance."""
+def _decode(est, X, params, limit_s):
+    """Orderings of ``X`` under decoding ``params`` and the seconds per instance of a
+    second call (the first compiles the decoder for the call's shape), unless the first
+    already took more than ``limit_s`` per instance."""
     est.set_params(**params)
-    if X.shape[1] < _WARM_UP_BELOW:
-        est.predict(X)
-    start = time.perf_counter()
-    orderings = est.predict(X)
-    return orderings, (time.perf_counter() - start) / len(X)
+    for _ in range(2):
+        start = time.perf_counter()
+        orderings = est.predict(X)
+        seconds = (time.perf_counter() - start) / len(X)
+        if seconds > limit_s:
+            break
+    return orderings, seconds
 
 
 def _judge(est, spec, log):
@@ -143,33 +142,32 @@ def _judge(est, spec, log):
     from skptr.costs import tour_length
 
     decodings, targets = spec["decodings"], spec["targets"]
-    chosen, validation, too_slow = {}, {}, set()
+    slowest = max(limit for _, limit in targets.values())
+    # The first decoding too slow for a target's size: the later ones, listed dearer,
+    # are not run on that size's test instances either.
+    chosen, validation, too_slow = {}, {}, {}
     for target, (n_points, limit_s) in targets.items():
         X = test_instances(n_points, spec["n_validation"][str(n_points)], spec["validation_seed"])
         lengths, seconds = {}, {}
         for name, params in decodings.items():
-            orderings, seconds[name] = _decode(est, X, params)
+            orderings, seconds[name] = _decode(est, X, params, limit_s)
             lengths[name] = float(tour_length(X, orderings).mean())
             if seconds[name] > limit_s:
-                # The decodings are listed cheapest first: this one and the later ones
-                # are too slow at this size, also for the test instances.
-                names = list(decodings)
-                too_slow.update((n_points, later) for later in names[names.index(name) :])
+                too_slow[n_points] = name
                 break
         within = [name for name in lengths if seconds[name] <= limit_s]
         chosen[target] = min(within, key=lengths.get)
         validation[target] = {"mean_length": lengths, "s_per_instance": seconds}
         log(f"  {target}: chose {chosen[target]} on validation ({validation[target]})")
-    slowest = max(limit for _, limit in targets.values())
 
     rows = []
     for n_points in spec["test_sizes"]:
         X = test_instances(n_points, spec["n_test"][str(n_points)], spec["test_seed"])
         reference = np.asarray(spec["references"][str(n_points)])
         for name, params in decodings.items():
-            if (n_points, name) in too_slow:
+            if too_slow.get(n_points) == name:
                 break
-            orderings, seconds = _decode(est, X, params)
+            orderings, seconds = _decode(est, X, params, slowest)
             ratio = tour_length(X, orderings) / reference
             rows.append(
                 {
@@ -189,7 +187,7 @@ def _judge(est, spec, log):
         scaled = unit_square(coordinates)[None]
         row = {"instance": name, "n_points": len(coordinates), "optimum": optimum}
         for decoding in ("greedy", chosen["tsplib"]):
-            orderings, seconds = _decode(est, scaled, decodings[decoding])
+            orderings, seconds = _decode(est, scaled, decodings[decoding], targets["tsplib"][1])
             length = tsplib_length(coordinates, orderings[0])
             row[decoding] = {"gap": length / optimum - 1, "s": seconds}
         tsplib.append(row)
@@ -215,13 +213,13 @@ def train_and_judge(spec, log=print):
 
     X = draw_pool(spec["n_pool"], spec["sizes"], spec["seed"])
     curve_X = test_instances(spec["curve_points"], spec["n_curve"], spec["validation_seed"])
-    budget = _Budget(spec["seconds"])
+    budget = _training_budget(spec["seconds"])
     est = PointerNetworkOrderer(
         **spec["params"],
         cost="tour",
         epochs=1,
         warm_start=True,
-        callbacks=[budget.callback],
+        callbacks=[budget],
         random_state=spec["seed"],
     )
     curve = []
@@ -260,32 +258,6 @@ _ROW_SETTINGS = (
     "validation_seed",
     "test_seed",
 )
-
-
-def package_tree():
-    """The git tree of ``skptr/`` at HEAD, with ``+dirty`` for local changes: what a
-    row's measurements depend on (a change to the benchmarks or the docs keeps it)."""
-    import subprocess
-
-    root = Path(__file__).parent.parent
-    try:
-        tree = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD:skptr"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", "skptr"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return tree + ("+dirty" if dirty else "")
 
 
 def _stored(path, key):
@@ -365,7 +337,7 @@ def tour_scale(config, log):
         }
         _store(references_path, reference_key, stored)
     references = stored["references"]
-    tree = package_tree()
+    tree = source_version("HEAD:skptr")
     rows = []
     for seed in config["seeds"]:
         for name, training in config["trainings"].items():

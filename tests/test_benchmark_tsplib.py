@@ -8,11 +8,12 @@ from benchmarks.tour_scale import draw_pool, tsplib_instances, tsplib_length, un
 pytestmark = once
 
 
-def test_tsplib_metric_rounds_each_distance_to_the_nearest_integer():
-    # Sides of 3.5 (rounds to 4) and 0.4 (to 0) and a diagonal of about 3.52 (to 4).
-    square = np.array([[0.0, 0.0], [3.5, 0.0], [3.5, 0.4], [0.0, 0.4]])
-    assert tsplib_length(square, [0, 1, 2, 3]) == 8
-    assert tsplib_length(square, [0, 2, 1, 3]) == 4 + 0 + 4 + 0
+def test_tsplib_metric_rounds_each_distance_half_up():
+    # Sides of 2.5 (TSPLIB's nint gives 3, rounding half to even 2) and 0.4 (0), and
+    # diagonals of about 2.53 (3).
+    rectangle = np.array([[0.0, 0.0], [2.5, 0.0], [2.5, 0.4], [0.0, 0.4]])
+    assert tsplib_length(rectangle, [0, 1, 2, 3]) == 3 + 0 + 3 + 0
+    assert tsplib_length(rectangle, [0, 2, 1, 3]) == 3 + 0 + 3 + 0
 
 
 def test_tsplib_instances_hold_their_cities_and_optima():
